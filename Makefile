@@ -1,0 +1,30 @@
+# taintport: the two entry points a newcomer needs, plus the pieces they run.
+#   make matrix   fetch, build, boot and judge every kernel in versions/
+#   make check    the test suite (unit, agent, fixtures, end-to-end on 6.1)
+# Both install their Debian packages first (tools/install-deps).
+
+PYTHON := /usr/bin/python3
+TAINTPORT := $(PYTHON) tools/taintport
+PYTEST := $(PYTHON) -m pytest
+AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
+
+.PHONY: deps matrix check unit agent-check e2e
+
+deps:
+	@sh tools/install-deps
+
+matrix: deps
+	$(TAINTPORT) matrix $(MATRIX_ARGS)
+
+# Everything but the boots: seconds.
+unit: deps
+	$(PYTEST) -q -m "not e2e" tools/tests
+
+agent-check: deps
+	$(MAKE) -C test-matrix/agent check OUT=$(AGENT_TEST_OUT)
+
+e2e: deps
+	$(PYTEST) -q -m e2e tools/tests
+
+check: deps agent-check
+	$(PYTEST) -v tools/tests

@@ -1,0 +1,92 @@
+"""Boot stage: QEMU with the serial console in a file and a wall-clock timeout.
+
+KVM is used only when a short probe boot under KVM reaches the kernel's
+first panic in time; otherwise TCG (on the project's machines /dev/kvm exists
+but KVM guests hang or assert). The accelerator is recorded in the results.
+"""
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .process import require
+
+QEMU = "qemu-system-x86_64"
+PROBE_TIMEOUT = 20
+
+
+@dataclass(frozen=True)
+class Accel:
+    name: str  # "kvm" or "tcg"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Boot:
+    console: Path
+    exit_code: int | None  # None when killed at the timeout
+    timed_out: bool
+    seconds: float
+    accel: str
+    command: tuple
+
+
+def command(bzimage, initrd, console, append, accel):
+    cmd = [QEMU, "-nodefaults", "-nographic", "-no-reboot", "-m", "512",
+           "-accel", accel, "-nic", "none", "-monitor", "none",
+           "-serial", f"file:{console}",
+           "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+           "-kernel", str(bzimage), "-append", append]
+    if initrd:
+        cmd += ["-initrd", str(initrd)]
+    return cmd
+
+
+def run_qemu(cmd, console, timeout):
+    """Run QEMU in its own process group; at the timeout the whole group dies."""
+    Path(console).unlink(missing_ok=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        timed_out = True
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    seconds = time.monotonic() - start
+    if err:
+        with open(console, "ab") as out:
+            out.write(b"\n[qemu stderr]\n" + err)
+    return (None if timed_out else proc.returncode), timed_out, seconds
+
+
+def probe(bzimage, workdir):
+    """KVM if a kernel boots to its no-root panic under KVM in time, else TCG."""
+    require(QEMU, "qemu-system-x86")
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return Accel("tcg", "/dev/kvm not usable")
+    console = Path(workdir) / "kvm-probe.log"
+    code, timed_out, seconds = run_qemu(
+        command(bzimage, None, console, "console=ttyS0 panic=-1", "kvm"), console,
+        PROBE_TIMEOUT)
+    text = console.read_text(errors="replace") if console.exists() else ""
+    if not timed_out and "Kernel panic" in text:
+        return Accel("kvm", f"probe boot reached the kernel in {seconds:.1f}s")
+    why = f"timed out after {PROBE_TIMEOUT}s" if timed_out else f"exited {code}"
+    return Accel("tcg", f"KVM probe boot {why} without reaching the kernel")
+
+
+def boot(bzimage, initrd, console, append, accel, timeout):
+    require(QEMU, "qemu-system-x86")
+    cmd = command(bzimage, initrd, console, append, accel)
+    code, timed_out, seconds = run_qemu(cmd, console, timeout)
+    return Boot(console=Path(console), exit_code=code, timed_out=timed_out,
+                seconds=seconds, accel=accel, command=tuple(cmd))

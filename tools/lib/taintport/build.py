@@ -1,0 +1,117 @@
+"""Build stage: one out-of-tree kernel build dir per version, shared by its variants.
+
+The first variant pays for the full build; switching variant only touches the
+files the series changes, so make rebuilds a handful of objects. The test
+module is built against the same build dir and signed with the key that
+build generated (which never leaves the build dir).
+"""
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import REPO, kconfig
+from .errors import RunError
+from .process import require, run
+
+MODULE_SRC = REPO / "test-matrix" / "module"
+AGENT_SRC = REPO / "test-matrix" / "agent"
+
+# Pinned so that the same inputs give the same kernel image.
+REPRODUCIBLE = {
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
+    "KBUILD_BUILD_USER": "taintport",
+    "KBUILD_BUILD_HOST": "taintport",
+    "LC_ALL": "C",
+}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    directory: Path
+    bzimage: Path
+    unsigned: Path
+    signed: Path
+    agent: Path
+    release: str
+
+
+def default_jobs():
+    return (os.cpu_count() or 1) + 1
+
+
+def make_args(build_dir, jobs, cache_root):
+    args = [f"O={build_dir}", "ARCH=x86_64", f"-j{jobs}"]
+    env = dict(REPRODUCIBLE)
+    if shutil.which("ccache"):
+        args.append("CC=ccache gcc")
+        env["CCACHE_DIR"] = str(Path(cache_root) / "ccache")
+    return args, env
+
+
+def kernel_release(tree, build_dir, args, env):
+    proc = run(["make", "-s", *args, "kernelrelease"], stage="build", cwd=tree, env=env)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
+    """Configure (when the fragments changed) and build bzImage; return the release."""
+    require("make", "make")
+    require("gcc", "gcc")
+    for tool, package in (("bison", "bison"), ("flex", "flex"), ("bc", "bc"),
+                          ("openssl", "openssl")):
+        require(tool, package)
+    args, env = make_args(build_dir, jobs, cache_root)
+    kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
+                      [a for a in args if not a.startswith("CC=")])
+    run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log)
+    return kernel_release(tree, build_dir, args, env)
+
+
+def sig_hash(build_dir):
+    return kconfig.read_config(Path(build_dir) / ".config")["CONFIG_MODULE_SIG_HASH"].strip('"')
+
+
+def build_module(build_dir, out, log, jobs, cache_root):
+    """utt.ko built against build_dir, and a copy signed with build_dir's key."""
+    src = out / "utt-build"
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(MODULE_SRC, src)
+    args, env = make_args(build_dir, jobs, cache_root)
+    run(["make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
+        env=env, log=log)
+    unsigned = out / "utt.ko"
+    signed = out / "utt-signed.ko"
+    shutil.copy2(src / "utt.ko", unsigned)
+    key = Path(build_dir) / "certs" / "signing_key.pem"
+    cert = Path(build_dir) / "certs" / "signing_key.x509"
+    if not key.exists():
+        raise RunError("module", f"{key} missing: the build did not generate a signing key")
+    os.chmod(key, 0o600)
+    # Sign with the hash the kernel was built for: one it has no code for
+    # would load as unsigned, silently.
+    run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
+         unsigned, signed], stage="module", log=log)
+    return unsigned, signed
+
+
+def build_agent(out, release, log):
+    run(["make", "-C", AGENT_SRC, f"OUT={out}", f"KRELEASE={release}"], stage="agent",
+        log=log)
+    agent = Path(out) / "taintport-agent"
+    if not agent.exists():
+        raise RunError("agent", f"{agent} was not built")
+    return agent
+
+
+def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    release = build_kernel(tree, build_dir, version_name, log, jobs, cache_root)
+    bzimage = out / "bzImage"
+    shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
+    unsigned, signed = build_module(build_dir, out, log, jobs, cache_root)
+    agent = build_agent(out / "agent", release, log)
+    return Artifacts(directory=out, bzimage=bzimage, unsigned=unsigned, signed=signed,
+                     agent=agent, release=release)

@@ -1,0 +1,81 @@
+"""Where downloads, trees and builds live: outside the repository.
+
+Default `${XDG_CACHE_HOME:-$HOME/.cache}/taintport`, overridden by
+`--cache DIR` or TAINTPORT_CACHE. One run at a time per cache: trees are
+patched in place and build dirs are shared by the variants of a version.
+"""
+import fcntl
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def default_root():
+    if os.environ.get("TAINTPORT_CACHE"):
+        return Path(os.environ["TAINTPORT_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "taintport"
+
+
+class Cache:
+    def __init__(self, root=None):
+        self.root = Path(root) if root else default_root()
+
+    def apt(self):
+        return self.root / "apt"
+
+    def debs(self):
+        return self.root / "debs"
+
+    def tree(self, version):
+        """The extracted source of one pinned package version, patched in place."""
+        return self.root / "trees" / version.name / version.version / version.source_dir
+
+    def build(self, version):
+        return self.root / "build" / version.name / version.version
+
+    def artifacts(self, version, variant):
+        return self.root / "artifacts" / version.name / version.version / variant
+
+    @contextmanager
+    def locked(self):
+        """Hold the cache for one run; a second run waits and says so."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / "lock"
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another run"
+                print(f"taintport: waiting for {holder} to release {self.root}",
+                      file=sys.stderr, flush=True)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()}\n")
+            handle.flush()
+            try:
+                yield self
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_atomic(path, text):
+    """Write a file so a reader never sees half of it (results survive a crash)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,186 @@
+"""Command line: the matrix, and one verb per stage for debugging a single step."""
+import argparse
+import secrets
+import sys
+from pathlib import Path
+
+from . import boot, build, fetch, initramfs, ktap, matrix, report, series, verdict, versions
+from .cache import Cache
+from .errors import TaintportError
+
+DESCRIPTION = """\
+Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
+v3.15) onto distribution kernels and prove it by booting them.
+
+Each kernel in versions/ is fetched with apt, built from tinyconfig plus
+kconfigs/, and booted under QEMU with a dracut initramfs that loads an
+out-of-tree module signed, unsigned and forced. Three variants per kernel:
+  upstream    the tree as the distribution ships it (has the fix)
+  reverted    the pre-3.15 bug reconstructed by hand (the test must catch it)
+  backported  reverted + the taintport layer (the fix must be back)
+
+Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
+what test-matrix/expectations.toml says), 2 the run itself broke.
+"""
+
+
+def names(values):
+    """Accept both `--versions a b` and `--versions a,b`."""
+    out = []
+    for value in values or []:
+        out += [v for v in value.split(",") if v]
+    return out
+
+
+def add_common(p):
+    p.add_argument("--cache", type=Path, default=None,
+                   help="cache root (default ${XDG_CACHE_HOME:-~/.cache}/taintport, "
+                        "or $TAINTPORT_CACHE)")
+    p.add_argument("--quilt-dir", type=Path, default=series.QUILT_DIR,
+                   help="folder of per-version quilt series (default: quilt/)")
+    p.add_argument("--jobs", "-j", type=int, default=build.default_jobs(),
+                   help="make -j for kernel builds (default: cores + 1)")
+
+
+def one_cell(p):
+    p.add_argument("--version", required=True, help="a name from versions/")
+    p.add_argument("--variant", required=True, choices=series.VARIANTS)
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="taintport", description=DESCRIPTION,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    p = sub.add_parser("matrix", help="build, boot and judge versions x variants")
+    add_common(p)
+    p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
+    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.VARIANTS)}")
+    p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
+    p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
+                   help="seconds a guest may run before it is killed (default %(default)s)")
+
+    p = sub.add_parser("fetch", help="download, verify and extract kernel sources")
+    add_common(p)
+    p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
+
+    p = sub.add_parser("apply", help="put a fetched tree into one variant (quilt, --fuzz=0)")
+    add_common(p)
+    one_cell(p)
+
+    p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
+    add_common(p)
+    one_cell(p)
+
+    p = sub.add_parser("boot", help="boot a built cell once and print its verdict")
+    add_common(p)
+    one_cell(p)
+    p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT)
+    p.add_argument("--accel", choices=("kvm", "tcg"), help="skip the KVM probe")
+    p.add_argument("--append", default="", help="extra kernel command line")
+    return top
+
+
+def cmd_matrix(args, cache):
+    chosen = versions.select(names(args.versions))
+    variants = names(args.variants) or list(series.VARIANTS)
+    out = args.out or matrix.default_out()
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"results: {out}", flush=True)
+    runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
+                           timeout=args.timeout,
+                           log=lambda line: print(line, file=sys.stderr, flush=True))
+    code = runner.run(chosen, variants)
+    print()
+    report.table(runner.cells)
+    print(f"\nmatrix.json: {out / 'matrix.json'}")
+    return code
+
+
+def cmd_fetch(args, cache):
+    for version in versions.select(names(args.versions)):
+        log = cache.root / "logs" / f"fetch-{version.name}.log"
+        got = fetch.fetch(cache, version, log)
+        print(f"{version.name}: {got.tree} ({'reused' if got.reused else 'fetched'}, "
+              f"sha256 {got.sha256[:12]}...)")
+    return 0
+
+
+def cell_setup(args, cache):
+    version = versions.select([args.version])[0]
+    got = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{version.name}.log")
+    return version, got.tree, series.load(version.name, args.quilt_dir)
+
+
+def cmd_apply(args, cache):
+    version, tree, quilt_series = cell_setup(args, cache)
+    log = cache.root / "logs" / f"apply-{version.name}.log"
+    touched = series.switch(tree, quilt_series, args.variant, log)
+    print(f"{tree}: now {args.variant}; series touches {', '.join(sorted(touched)) or 'nothing'}")
+    return 0
+
+
+def cmd_build(args, cache):
+    version, tree, quilt_series = cell_setup(args, cache)
+    if series.current_variant(tree) != args.variant:
+        series.switch(tree, quilt_series, args.variant,
+                      cache.root / "logs" / f"apply-{version.name}.log")
+    log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
+    art = build.build_variant(tree, cache.build(version), version.name,
+                              cache.artifacts(version, args.variant), log, args.jobs,
+                              cache.root)
+    print(f"{art.bzimage} ({art.release}), {art.unsigned}, {art.signed}, {art.agent}")
+    return 0
+
+
+def cmd_boot(args, cache):
+    version = versions.select([args.version])[0]
+    folder = cache.artifacts(version, args.variant)
+    bzimage = folder / "bzImage"
+    if not bzimage.exists():
+        print(f"taintport: {bzimage} missing; run 'taintport build --version {version.name} "
+              f"--variant {args.variant}' first", file=sys.stderr)
+        return 2
+    release = build.kernel_release(cache.tree(version), cache.build(version),
+                                   *build.make_args(cache.build(version), 1, cache.root))
+    art = build.Artifacts(directory=folder, bzimage=bzimage, unsigned=folder / "utt.ko",
+                          signed=folder / "utt-signed.ko",
+                          agent=folder / "agent" / "taintport-agent", release=release)
+    token = secrets.token_hex(8)
+    log = cache.root / "logs" / f"boot-{version.name}-{args.variant}.log"
+    image = initramfs.build(art, token, cache.root, folder / "initramfs.img", log)
+    accel = boot.Accel(args.accel, "chosen on the command line") if args.accel \
+        else boot.probe(bzimage, folder)
+    console = folder / "console.log"
+    append = f"console=ttyS0 panic=-1 taintport.token={token} {args.append}".strip()
+    booted = boot.boot(bzimage, image, console, append, accel.name, args.timeout)
+    parsed = ktap.parse(console.read_text(errors="replace") if console.exists() else "")
+    if booted.timed_out:
+        parsed.errors.insert(0, f"guest killed at the {args.timeout}s timeout")
+    print("\n".join(parsed.lines))
+    judgement = verdict.judge(parsed, verdict.for_variant(verdict.load(), args.variant))
+    print(f"\n{version.name} {args.variant}: {judgement.status.value} "
+          f"({accel.name}, {booted.seconds:.1f}s, console {console})")
+    for line in judgement.errors:
+        print(f"  error: {line}")
+    for check in judgement.failing:
+        print(f"  {check.name}: expected {check.expected}, observed {check.observed}")
+    return {"as-expected": 0, "unexpected": 1}.get(judgement.status.value, 2)
+
+
+VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "apply": cmd_apply,
+         "build": cmd_build, "boot": cmd_boot}
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    cache = Cache(args.cache)
+    try:
+        with cache.locked():
+            return VERBS[args.verb](args, cache)
+    except TaintportError as err:
+        print(f"taintport: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("taintport: interrupted; finished cells are kept", file=sys.stderr)
+        return 2

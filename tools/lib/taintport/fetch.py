@@ -1,0 +1,185 @@
+"""Fetch stage: a pinned linux-source .deb through a private apt configuration.
+
+The host's apt setup is never read or changed: every apt call gets its own
+sources file, lists, archive cache and an empty dpkg status under
+<cache>/apt/<suite>/. The .deb is checked against the pinned SHA256 (which
+is the one the suite's Packages index publishes) before anything is
+extracted, and extraction goes to a temporary folder renamed into place, so
+an interrupted run never leaves a tree that looks complete.
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError, RunError
+from .process import require, run
+
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    deb: Path
+    tree: Path
+    sha256: str
+    reused: bool
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class PrivateApt:
+    """apt-get/apt-cache pointed at folders of our own, for one suite."""
+
+    def __init__(self, root, version):
+        self.root = Path(root) / version.suite
+        self.version = version
+
+    def options(self):
+        r = self.root
+        opts = {
+            "Dir::Etc::sourcelist": r / "sources.list",
+            "Dir::Etc::sourceparts": r / "sources.list.d",
+            "Dir::Etc::preferences": r / "preferences",
+            "Dir::Etc::preferencesparts": r / "preferences.d",
+            "Dir::State": r / "state",
+            "Dir::State::status": r / "state" / "status",
+            "Dir::Cache": r / "cache",
+            "APT::Get::List-Cleanup": "false",
+        }
+        if os.geteuid() == 0:
+            # the _apt sandbox user cannot write into root's private cache folders
+            opts["APT::Sandbox::User"] = "root"
+        args = []
+        for key, value in opts.items():
+            args += ["-o", f"{key}={value}"]
+        return args
+
+    def setup(self):
+        r = self.root
+        for sub in ("sources.list.d", "preferences.d", "state/lists/partial",
+                    "cache/archives/partial"):
+            (r / sub).mkdir(parents=True, exist_ok=True)
+        (r / "state" / "status").touch()
+        (r / "preferences").touch()
+        v = self.version
+        (r / "sources.list").write_text(
+            f"deb [signed-by={KEYRING}] {v.archive} {v.suite} {v.component}\n")
+
+    def update(self, log):
+        require("apt-get", "apt")
+        if not Path(KEYRING).exists():
+            raise RunError("fetch", f"{KEYRING} is missing; install debian-archive-keyring")
+        self.setup()
+        run(["apt-get", *self.options(), "-q", "update"], stage="fetch", log=log,
+            env={"LC_ALL": "C"})
+
+    def published(self, log):
+        """(version -> sha256) of the package as the suite's index lists it now."""
+        proc = run(["apt-cache", *self.options(), "show", self.version.package],
+                   stage="fetch", check=False, env={"LC_ALL": "C"})
+        found = {}
+        current = None
+        for line in proc.stdout.splitlines():
+            if line.startswith("Version: "):
+                current = line.split(": ", 1)[1]
+            elif line.startswith("SHA256: ") and current:
+                found[current] = line.split(": ", 1)[1]
+        return found
+
+    def download(self, dest, log):
+        v = self.version
+        run(["apt-get", *self.options(), "-q", "download", f"{v.package}={v.version}"],
+            stage="fetch", cwd=dest, log=log, env={"LC_ALL": "C"})
+
+
+def fetch_deb(cache, version, log):
+    """The verified .deb in <cache>/debs, downloading it only when absent."""
+    debs = cache.debs()
+    debs.mkdir(parents=True, exist_ok=True)
+    target = debs / version.deb_name
+    if target.exists():
+        if sha256_of(target) == version.sha256:
+            return target, True
+        target.unlink()  # a poisoned cache entry is dropped, never trusted
+
+    apt = PrivateApt(cache.apt(), version)
+    apt.update(log)
+    published = apt.published(log)
+    if version.version not in published:
+        now = ", ".join(sorted(published)) or "none"
+        raise InputError(
+            f"{version.path}: {version.suite} no longer offers {version.package} "
+            f"{version.version}; it has now: {now}. "
+            f"Run 'taintport versions --repin {version.name}' to move the pin on purpose.")
+    if published[version.version] != version.sha256:
+        raise InputError(
+            f"{version.path}: pinned sha256 {version.sha256} differs from the one "
+            f"{version.suite}'s index publishes for {version.version}: "
+            f"{published[version.version]}")
+
+    with tempfile.TemporaryDirectory(dir=debs, prefix=".download-") as tmp:
+        apt.download(tmp, log)
+        got = list(Path(tmp).glob("*.deb"))
+        if len(got) != 1:
+            raise RunError("fetch", f"apt-get download left {len(got)} .deb files in {tmp}")
+        digest = sha256_of(got[0])
+        if digest != version.sha256:
+            raise InputError(f"{got[0].name}: sha256 {digest} does not match the pinned "
+                             f"{version.sha256} ({version.path}); nothing was extracted")
+        os.replace(got[0], target)
+    return target, False
+
+
+def extract(deb, version, tree, log):
+    """Unpack the source tarball of deb so that tree appears whole or not at all."""
+    if tree.is_dir():
+        return True
+    require("dpkg-deb", "dpkg")
+    require("xz", "xz-utils")
+    parent = tree.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    for stale in parent.glob(".extract-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
+    tmp = Path(tempfile.mkdtemp(dir=parent, prefix=".extract-"))
+    try:
+        with open(log, "a") as out:
+            out.write(f"$ dpkg-deb --fsys-tarfile {deb} | tar -xO ./{version.tarball} "
+                      f"| tar -xJ -C {tmp}\n")
+            deb_proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)],
+                                        stdout=subprocess.PIPE, stderr=out)
+            member = subprocess.Popen(["tar", "-xO", f"./{version.tarball}"],
+                                      stdin=deb_proc.stdout, stdout=subprocess.PIPE,
+                                      stderr=out)
+            deb_proc.stdout.close()
+            unpack = subprocess.Popen(["tar", "-xJ", "-C", str(tmp)], stdin=member.stdout,
+                                      stderr=out)
+            member.stdout.close()
+            codes = (unpack.wait(), member.wait(), deb_proc.wait())
+        if any(codes):
+            raise RunError("fetch", f"extracting {version.tarball} from {deb.name} failed "
+                           f"(exit codes {codes}); see {log}")
+        src = tmp / version.source_dir
+        if not (src / "Makefile").is_file():
+            raise RunError("fetch", f"{deb.name}: {version.tarball} has no "
+                           f"{version.source_dir}/Makefile")
+        os.replace(src, tree)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return False
+
+
+def fetch(cache, version, log):
+    deb, deb_reused = fetch_deb(cache, version, log)
+    tree = cache.tree(version)
+    tree_reused = extract(deb, version, tree, log)
+    return Fetched(deb=deb, tree=tree, sha256=version.sha256, reused=deb_reused and tree_reused)

@@ -1,0 +1,66 @@
+"""Results: one cell.json per cell, matrix.json for the run, a table on the terminal.
+
+Every file is written atomically after each cell, so an interrupted run keeps
+every cell it finished.
+"""
+import json
+import sys
+from pathlib import Path
+
+from .cache import write_atomic
+from .verdict import Status
+
+SCHEMA = "taintport-matrix/1"
+
+
+def exit_code(cells):
+    """tuxrun's convention: 2 when the run broke, 1 when a test came out wrong."""
+    statuses = {c["status"] for c in cells}
+    if not cells or Status.ERROR.value in statuses:
+        return 2
+    if Status.UNEXPECTED.value in statuses:
+        return 1
+    return 0
+
+
+def write_cell(out, cell):
+    write_atomic(Path(out) / cell["version"] / cell["variant"] / "cell.json",
+                 json.dumps(cell, indent=2) + "\n")
+
+
+def write_matrix(out, meta, cells):
+    doc = {"schema": SCHEMA, **meta, "exit_code": exit_code(cells), "cells": cells}
+    write_atomic(Path(out) / "matrix.json", json.dumps(doc, indent=2) + "\n")
+
+
+def summary_of(cell):
+    if cell["status"] == Status.ERROR.value:
+        return "; ".join(cell["errors"])[:160]
+    wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
+    if wrong:
+        return f"{len(wrong)} check(s) differ: " + ", ".join(wrong[:4]) + \
+            (" ..." if len(wrong) > 4 else "")
+    failing_ok = sum(1 for c in cell["checks"] if c["expected"] == "not ok")
+    return (f"{len(cell['checks'])} checks; {failing_ok} fail as expected (bug reproduced)"
+            if failing_ok and cell["variant"] == "reverted" else f"{len(cell['checks'])} checks")
+
+
+def table(cells, stream=sys.stdout):
+    colour = stream.isatty()
+    paint = {Status.AS_EXPECTED.value: "\033[32m", Status.UNEXPECTED.value: "\033[31m",
+             Status.ERROR.value: "\033[33m"}
+    rows = [("version", "variant", "status", "boot", "detail")]
+    for c in cells:
+        boot = c["timings"].get("boot")
+        rows.append((c["version"], c["variant"], c["status"],
+                     f"{boot:.1f}s" if boot is not None else "-", summary_of(c)))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for i, r in enumerate(rows):
+        cols = [r[j].ljust(widths[j]) for j in range(4)]
+        if colour and i:
+            cols[2] = paint[r[2]] + cols[2] + "\033[0m"
+        print("  ".join(cols) + "  " + r[4], file=stream)
+    code = exit_code(cells)
+    counts = {s.value: sum(1 for c in cells if c["status"] == s.value) for s in Status}
+    print(f"\n{len(cells)} cells: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+          + f"; exit {code}", file=stream)

@@ -1,0 +1,190 @@
+"""Variants of a tree, each a prefix of one quilt series applied with --fuzz=0.
+
+quilt/<version>/series lists patches in groups, one folder per group:
+  reverted/...    the negative control: the pre-3.15 behaviour reconstructed
+  backported/...  the layer: generated from semantic-patches/ (+ fixups)
+`upstream` applies nothing, `reverted` the reverted group, `backported` both.
+
+Switching variant pops everything (restoring quilt's backups) and pushes the
+new prefix. A push that fails is popped again, so the tree is never left
+half-patched. Every file a patch touches gets a fresh mtime on every switch:
+quilt restores backups with their old times, which would let make skip a
+rebuild of a file that changed back.
+"""
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import REPO
+from .errors import InputError, RunError
+from .process import require, run
+
+QUILT_DIR = REPO / "quilt"
+VARIANTS = ("upstream", "reverted", "backported")
+GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported")}
+STATE = ".taintport"
+
+
+@dataclass(frozen=True)
+class Series:
+    directory: Path
+    patches: tuple  # "group/name.patch", in series order
+
+    def for_variant(self, variant):
+        check_variant(variant)
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in GROUPS[variant])
+
+
+def check_variant(variant):
+    if variant not in VARIANTS:
+        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(VARIANTS)}")
+
+
+def load(version_name, quilt_dir=QUILT_DIR):
+    directory = Path(quilt_dir) / version_name
+    series_file = directory / "series"
+    if not series_file.is_file():
+        raise InputError(f"{series_file}: no quilt series for version '{version_name}'")
+    patches = []
+    for number, raw in enumerate(series_file.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.split()[0]
+        group = name.split("/", 1)[0]
+        where = f"{series_file}:{number}"
+        if group not in ("reverted", "backported") or "/" not in name:
+            raise InputError(f"{where}: '{name}' is not in a group folder "
+                             "(reverted/ or backported/)")
+        if not (directory / name).is_file():
+            raise InputError(f"{where}: patch file {directory / name} does not exist")
+        if len(line.split()) > 1:
+            raise InputError(f"{where}: per-patch options are not allowed (we always "
+                             "apply with -p1 --fuzz=0)")
+        patches.append(name)
+    order = [p.split("/", 1)[0] for p in patches]
+    if order != sorted(order, key=("reverted", "backported").index):
+        raise InputError(f"{series_file}: reverted/ patches must all come before backported/")
+    return Series(directory=directory, patches=tuple(patches))
+
+
+def touched_files(patch_paths):
+    """Files a set of patch files modify (from their +++ lines, -p1)."""
+    files = set()
+    for path in patch_paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if line.startswith("+++ "):
+                name = line[4:].split("\t", 1)[0].strip()
+                if name != "/dev/null":
+                    files.add(name.split("/", 1)[1])
+    return files
+
+
+def _quilt(tree, args, log, check=True):
+    """Run quilt; its output is returned and also appended to log."""
+    env = {"QUILT_PATCHES": f"{STATE}/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
+    proc = run(["quilt", "--quiltrc=-", *args], stage="apply", cwd=tree, env=env,
+               check=check)
+    if log:
+        with open(log, "a") as out:
+            out.write(f"$ quilt {' '.join(args)}\n{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def current_variant(tree):
+    marker = Path(tree) / STATE / "variant"
+    return marker.read_text().strip() if marker.exists() else "upstream"
+
+
+def _pop_all(tree, log):
+    if (Path(tree) / ".pc" / "applied-patches").exists():
+        _quilt(tree, ["pop", "-a", "-f", "-q"], log)
+
+
+def failed_hunks(output, patch_file):
+    """The text of each hunk quilt reported as FAILED, so the error can show it."""
+    failed = {}
+    current = None
+    for line in output.splitlines():
+        m = re.match(r"patching file (\S+)", line)
+        if m:
+            current = m.group(1)
+        m = re.match(r"Hunk #(\d+) FAILED", line)
+        if m and current:
+            failed.setdefault(current, []).append(int(m.group(1)))
+    shown = []
+    hunks = {}
+    file_ = None
+    for line in Path(patch_file).read_text(errors="replace").splitlines():
+        if line.startswith("+++ "):
+            file_ = line[4:].split("\t", 1)[0].split("/", 1)[-1]
+            hunks[file_] = []
+        elif line.startswith("@@") and file_ is not None:
+            hunks[file_].append([line])
+        elif file_ is not None and hunks[file_] and line[:1] in (" ", "+", "-", "\\"):
+            hunks[file_][-1].append(line)
+    for name, numbers in failed.items():
+        for n in numbers:
+            if name in hunks and n <= len(hunks[name]):
+                shown.append(f"{name}, hunk #{n}:\n" + "\n".join(hunks[name][n - 1]))
+    return "\n".join(shown)
+
+
+def switch(tree, series, variant, log):
+    """Bring tree to variant; returns the files the series touches."""
+    require("quilt", "quilt")
+    tree = Path(tree)
+    wanted = series.for_variant(variant)
+    state = tree / STATE
+    old_patches = list((state / "patches").glob("*/*.patch")) if (state / "patches").exists() else []
+    stale = touched_files(old_patches)
+
+    _pop_all(tree, log)
+    if (state / "patches").exists():
+        shutil.rmtree(state / "patches")
+    (state / "patches").mkdir(parents=True)
+    (state / "variant").write_text("upstream\n")
+    for name in wanted:
+        dest = state / "patches" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(series.directory / name, dest)
+    (state / "patches" / "series").write_text("".join(f"{p}\n" for p in wanted))
+
+    for name in wanted:
+        proc = _quilt(tree, ["push", "--fuzz=0"], log, check=False)
+        if proc.returncode != 0:
+            _pop_all(tree, log)
+            hunks = failed_hunks(proc.stdout + proc.stderr, series.directory / name)
+            raise InputError(f"{series.directory / name} does not apply to {tree} without "
+                             f"fuzz (variant {variant}); the tree was left as upstream"
+                             + (f"\n{hunks}" if hunks else ""))
+    (state / "variant").write_text(f"{variant}\n")
+
+    touched = stale | touched_files(series.directory / p for p in series.patches)
+    now = time.time()
+    for name in touched:
+        if (tree / name).exists():
+            os.utime(tree / name, (now, now))
+    return touched
+
+
+def upstream_copy(tree, path):
+    """The upstream content of a file quilt has patched: the first backup of it in .pc."""
+    tree = Path(tree)
+    applied = tree / ".pc" / "applied-patches"
+    if applied.exists():
+        for patch in applied.read_text().split():
+            backup = tree / ".pc" / patch / path
+            if backup.exists():
+                return backup.read_bytes()
+    return (tree / path).read_bytes()
+
+
+def differs_from_upstream(tree, paths):
+    """Which of paths (C sources and headers) are not byte-identical to upstream."""
+    tree = Path(tree)
+    return sorted(p for p in paths if p.endswith((".c", ".h"))
+                  and (tree / p).read_bytes() != upstream_copy(tree, p))

@@ -1,0 +1,75 @@
+"""Version descriptors: one TOML file per distribution kernel in versions/."""
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import REPO
+from .errors import InputError
+
+VERSIONS_DIR = REPO / "versions"
+FIELDS = ("name", "distribution", "suite", "archive", "component", "package",
+          "version", "sha256", "size")
+
+
+@dataclass(frozen=True)
+class Version:
+    name: str
+    distribution: str
+    suite: str
+    archive: str
+    component: str
+    package: str
+    version: str
+    sha256: str
+    size: int
+    path: Path
+
+    @property
+    def source_dir(self):
+        """linux-source-6.1 ships usr/src/linux-source-6.1.tar.xz holding linux-source-6.1/."""
+        return self.package
+
+    @property
+    def tarball(self):
+        return f"usr/src/{self.package}.tar.xz"
+
+    @property
+    def deb_name(self):
+        # apt writes the epoch-less version with ':' escaped; Debian kernels have no epoch
+        return f"{self.package}_{self.version}_all.deb"
+
+
+def load(path):
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"{path}: cannot read version descriptor: {err}") from None
+    missing = [f for f in FIELDS if f not in data]
+    if missing:
+        raise InputError(f"{path}: missing field(s) {', '.join(missing)}")
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise InputError(f"{path}: unknown field(s) {', '.join(unknown)}")
+    if data["name"] != path.stem:
+        raise InputError(f"{path}: name '{data['name']}' does not match the file name")
+    sha = data["sha256"]
+    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+        raise InputError(f"{path}: sha256 '{sha}' is not 64 lower-case hex digits")
+    return Version(path=path, **{f: data[f] for f in FIELDS})
+
+
+def all_versions(directory=VERSIONS_DIR):
+    return [load(p) for p in sorted(Path(directory).glob("*.toml"))]
+
+
+def select(names, directory=VERSIONS_DIR):
+    """The named versions, in the order of versions/; all of them when names is empty."""
+    known = {v.name: v for v in all_versions(directory)}
+    if not names:
+        return list(known.values())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(f"unknown version(s) {', '.join(unknown)}; "
+                         f"valid: {', '.join(known) or '(none in ' + str(directory) + ')'}")
+    return [known[n] for n in names]

@@ -1,0 +1,94 @@
+"""quilt variants on a small tree of our own: real quilt, real patch."""
+import os
+
+import pytest
+
+from taintport import series
+from taintport.errors import InputError
+
+ORIGINAL = "int a;\nint b;\nint c;\nint d;\nint e;\n"
+
+
+def patch(path, old, new, name="f.c"):
+    import difflib
+    diff = difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                f"a/{name}", f"b/{name}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("Subject: test\n---\n" + "".join(diff))
+
+
+@pytest.fixture
+def setup(tmp_path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f.c").write_text(ORIGINAL)
+    qdir = tmp_path / "quilt" / "v"
+    reverted = ORIGINAL.replace("int c;", "int c_reverted;")
+    patch(qdir / "reverted" / "0001.patch", ORIGINAL, reverted)
+    patch(qdir / "backported" / "0001.patch", reverted, ORIGINAL)
+    (qdir / "series").write_text("# c\nreverted/0001.patch\n\nbackported/0001.patch\n")
+    return tree, series.load("v", tmp_path / "quilt"), tmp_path / "log"
+
+
+def test_variants_are_prefixes(setup):
+    tree, s, log = setup
+    assert s.for_variant("upstream") == ()
+    assert s.for_variant("reverted") == ("reverted/0001.patch",)
+    assert len(s.for_variant("backported")) == 2
+
+
+def test_switch_round_trip_and_identity(setup):
+    tree, s, log = setup
+    series.switch(tree, s, "reverted", log)
+    assert "c_reverted" in (tree / "f.c").read_text()
+    assert series.differs_from_upstream(tree, ["f.c"]) == ["f.c"]
+    before = os.stat(tree / "f.c").st_mtime
+    touched = series.switch(tree, s, "backported", log)
+    assert touched == {"f.c"}
+    assert (tree / "f.c").read_text() == ORIGINAL
+    assert series.differs_from_upstream(tree, ["f.c"]) == []
+    assert os.stat(tree / "f.c").st_mtime >= before
+    series.switch(tree, s, "upstream", log)
+    assert (tree / "f.c").read_text() == ORIGINAL
+    assert series.current_variant(tree) == "upstream"
+
+
+def test_patch_needing_fuzz_is_refused_with_hunk_and_tree_untouched(setup):
+    tree, s, log = setup
+    (tree / "f.c").write_text(ORIGINAL.replace("int b;", "int B;"))
+    before = (tree / "f.c").read_bytes()
+    with pytest.raises(InputError) as err:
+        series.switch(tree, s, "reverted", log)
+    assert "without fuzz" in str(err.value)
+    assert "f.c, hunk #1" in str(err.value)
+    assert "-int c;" in str(err.value)
+    assert (tree / "f.c").read_bytes() == before
+    assert series.current_variant(tree) == "upstream"
+
+
+def test_unknown_variant_lists_valid(setup):
+    tree, s, log = setup
+    with pytest.raises(InputError, match="valid: upstream, reverted, backported"):
+        s.for_variant("fixed")
+
+
+def test_series_line_outside_groups_is_named(tmp_path):
+    qdir = tmp_path / "v"
+    qdir.mkdir()
+    (qdir / "x.patch").write_text("")
+    (qdir / "series").write_text("x.patch\n")
+    with pytest.raises(InputError, match=r"series:1: 'x.patch' is not in a group"):
+        series.load("v", tmp_path)
+
+
+def test_missing_patch_file_is_named(tmp_path):
+    qdir = tmp_path / "v"
+    qdir.mkdir()
+    (qdir / "series").write_text("reverted/gone.patch\n")
+    with pytest.raises(InputError, match=r"series:1: patch file .*gone.patch does not exist"):
+        series.load("v", tmp_path)
+
+
+def test_repository_series_load():
+    s = series.load("bookworm-6.1")
+    assert s.for_variant("reverted")
