@@ -72,16 +72,31 @@ class PrivateApt:
         (r / "state" / "status").touch()
         (r / "preferences").touch()
         v = self.version
+        # A file: archive is the user's own mirror on this machine: no signature.
+        trust = "trusted=yes" if v.archive.startswith("file:") else f"signed-by={KEYRING}"
         (r / "sources.list").write_text(
-            f"deb [signed-by={KEYRING}] {v.archive} {v.suite} {v.component}\n")
+            f"deb [{trust}] {v.archive} {v.suite} {v.component}\n")
 
     def update(self, log):
         require("apt-get", "apt")
-        if not Path(KEYRING).exists():
+        if not self.version.archive.startswith("file:") and not Path(KEYRING).exists():
             raise RunError("fetch", f"{KEYRING} is missing; install debian-archive-keyring")
         self.setup()
-        run(["apt-get", *self.options(), "-q", "update"], stage="fetch", log=log,
-            env={"LC_ALL": "C"})
+        cmd = ["apt-get", *self.options(), "-q", "update"]
+        proc = run(cmd, stage="fetch", env={"LC_ALL": "C"}, check=False)
+        output = proc.stdout + proc.stderr
+        with open(log, "a") as out:
+            out.write(f"$ {' '.join(cmd)}\n{output}")
+        # apt-get update exits 0 when an archive is unreachable (only a warning):
+        # without an index for our suite nothing below could be trusted.
+        lists = self.root / "state" / "lists"
+        failed = [line for line in output.splitlines() if line.startswith(("W:", "E:"))
+                  and ("Failed to fetch" in line or "failed to download" in line)]
+        if proc.returncode or failed or not list(lists.glob(f"*_dists_{self.version.suite}_*Packages*")):
+            raise RunError("fetch", f"apt could not fetch the {self.version.suite} index from "
+                           f"{self.version.archive}: apt-get -q update exited {proc.returncode} "
+                           f"(private config under {self.root})",
+                           "\n".join(failed or output.splitlines()[-5:]))
 
     def published(self, log):
         """(version -> sha256) of the package as the suite's index lists it now."""

@@ -1,0 +1,160 @@
+"""The fetch stage against a small apt archive of our own (file:, no network).
+
+The archive has the same layout as Debian's (dists/<suite>/main, pool/), and
+the package the same shape as linux-source-*: a .deb holding
+usr/src/<package>.tar.xz with <package>/Makefile inside.
+"""
+import hashlib
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from taintport import fetch
+from taintport.cache import Cache
+from taintport.errors import InputError, RunError
+from taintport.versions import Version
+
+PKG = "linux-source-9.9"
+
+
+def make_deb(work, version, marker):
+    root = work / f"pkg-{version}-{marker}"
+    src = root / "src" / PKG
+    src.mkdir(parents=True)
+    (src / "Makefile").write_text(f"# {marker}\n")
+    tarball = root / "usr" / "src" / f"{PKG}.tar.xz"
+    tarball.parent.mkdir(parents=True)
+    with tarfile.open(tarball, "w:xz") as tar:
+        tar.add(src, arcname=PKG)
+    (root / "DEBIAN").mkdir()
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {PKG}\nVersion: {version}\nArchitecture: all\n"
+        "Maintainer: test <t@localhost>\nDescription: test source\n")
+    subprocess.run(["rm", "-rf", str(root / "src")], check=True)
+    deb = work / f"{PKG}_{version}_all.deb"
+    subprocess.run(["dpkg-deb", "-Zxz", "--build", str(root), str(deb)], check=True,
+                   capture_output=True)
+    return deb
+
+
+def sha(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def publish(archive, debs):
+    """Write pool/ and a Packages index (+ a Release) for the given .debs."""
+    pool = archive / "pool"
+    pool.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for deb in debs:
+        target = pool / deb.name
+        target.write_bytes(deb.read_bytes())
+        version = deb.name.split("_")[1]
+        entries.append(f"Package: {PKG}\nVersion: {version}\nArchitecture: all\n"
+                       f"Filename: pool/{deb.name}\nSize: {target.stat().st_size}\n"
+                       f"SHA256: {sha(target)}\nDescription: test\n")
+    packages = archive / "dists" / "testsuite" / "main" / "binary-amd64" / "Packages"
+    packages.parent.mkdir(parents=True, exist_ok=True)
+    packages.write_text("\n".join(entries))
+    (archive / "dists" / "testsuite" / "Release").write_text(
+        "Suite: testsuite\nCodename: testsuite\nArchitectures: amd64 all\n"
+        f"Components: main\nSHA256:\n {sha(packages)} {packages.stat().st_size} "
+        "main/binary-amd64/Packages\n")
+
+
+def version(archive, ver, digest):
+    return Version(name="test-9.9", distribution="debian", suite="testsuite",
+                   archive=f"file:{archive}", component="main", package=PKG,
+                   version=ver, sha256=digest, size=0, path=Path("versions/test-9.9.toml"))
+
+
+@pytest.fixture
+def archive(tmp_path):
+    good = make_deb(tmp_path, "9.9.1-1", "good")
+    other = make_deb(tmp_path, "9.9.2-1", "newer")
+    publish(tmp_path / "archive", [good, other])
+    return tmp_path / "archive", good
+
+
+def test_fetch_verifies_extracts_and_reuses(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    got = fetch.fetch(cache, v, tmp_path / "log")
+    assert (got.tree / "Makefile").read_text() == "# good\n"
+    assert not got.reused
+    # the second run needs no archive at all
+    subprocess.run(["rm", "-rf", str(arch)], check=True)
+    again = fetch.fetch(cache, v, tmp_path / "log")
+    assert again.reused and again.tree == got.tree
+
+
+def test_pinned_version_gone_lists_what_the_suite_has(tmp_path, archive):
+    arch, good = archive
+    v = version(arch, "9.9.0-1", "0" * 64)
+    with pytest.raises(InputError) as err:
+        fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    text = str(err.value)
+    assert "no longer offers linux-source-9.9 9.9.0-1" in text
+    assert "9.9.1-1, 9.9.2-1" in text and "--repin test-9.9" in text
+
+
+def test_pin_disagreeing_with_the_index(tmp_path, archive):
+    arch, good = archive
+    v = version(arch, "9.9.1-1", "1" * 64)
+    with pytest.raises(InputError, match="differs from the one testsuite's index publishes"):
+        fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert not list((tmp_path / "cache").rglob("Makefile"))
+
+
+def test_tampered_download_is_refused_and_does_not_poison_the_cache(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    # the index still lists the good checksum, but the pool now serves other bytes
+    (tmp_path / "bad").mkdir()
+    bad = make_deb(tmp_path / "bad", "9.9.1-1", "evil")
+    (arch / "pool" / good.name).write_bytes(bad.read_bytes())
+    with pytest.raises((InputError, RunError)):
+        fetch.fetch(cache, v, tmp_path / "log")
+    assert not list(cache.debs().glob("*.deb"))
+    assert not cache.tree(v).exists()
+    (arch / "pool" / good.name).write_bytes(good.read_bytes())
+    got = fetch.fetch(cache, v, tmp_path / "log")
+    assert (got.tree / "Makefile").read_text() == "# good\n"
+
+
+def test_corrupt_cached_deb_is_fetched_again(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    cache.debs().mkdir(parents=True)
+    (cache.debs() / v.deb_name).write_bytes(b"not a deb")
+    got = fetch.fetch(cache, v, tmp_path / "log")
+    assert sha(got.deb) == v.sha256
+
+
+def test_interrupted_extraction_is_cleaned_up(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    leftover = cache.tree(v).parent / ".extract-dead"
+    (leftover / PKG).mkdir(parents=True)
+    (leftover / PKG / "half").write_text("")
+    got = fetch.fetch(cache, v, tmp_path / "log")
+    assert not leftover.exists()
+    assert (got.tree / "Makefile").exists()
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "refused-port"])
+def test_unreachable_archive_names_the_failing_command(tmp_path, where):
+    v = version(tmp_path / "no-such-archive", "9.9.1-1", "0" * 64)
+    if where == "refused-port":
+        # loopback port 9 (discard) has no listener here: connection refused
+        v = Version(**{**v.__dict__, "archive": "http://127.0.0.1:9/debian"})
+    with pytest.raises(RunError) as err:
+        fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert "apt could not fetch the testsuite index" in str(err.value)
+    assert "apt-get -q update" in str(err.value)

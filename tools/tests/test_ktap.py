@@ -1,0 +1,109 @@
+"""The KTAP parser and the verdict on console logs (synthetic and captured)."""
+from pathlib import Path
+
+import pytest
+
+from taintport import ktap, verdict
+
+DATA = Path(__file__).parent / "data" / "console"
+
+
+def console(results, *, plan=None, end=0, noise=True):
+    lines = ["[    0.000000] Linux version 6.1.176 (taintport@taintport)",
+             "KTAP version 1", f"1..{plan if plan is not None else len(results)}"]
+    for n, (name, ok) in enumerate(results, 1):
+        lines.append(f"# {name.split('_')[0]}: observed something")
+        if noise and n == 2:
+            lines.append("[    1.234567] random: crng init done\r")
+        lines.append(f"{'ok' if ok else 'not ok'} {n} {name}")
+    if end is not None:
+        lines.append(f"# taintport-agent: end status={end}")
+    return "\n".join(lines) + "\n"
+
+
+def test_clean_run_parses_with_diagnostics():
+    parsed = ktap.parse(console([("signed_loads", True), ("signed_unloads", False)]))
+    assert not parsed.errors
+    assert parsed.results["signed_loads"].ok
+    assert not parsed.results["signed_unloads"].ok
+    assert parsed.results["signed_loads"].diagnostics == ["signed: observed something"]
+    assert parsed.end_status == 0
+
+
+def test_missing_plan_entry_is_an_error_not_a_result():
+    parsed = ktap.parse(console([("a_x", True)], plan=3))
+    assert any("2 of 3 planned results missing (first: 2)" in e for e in parsed.errors)
+
+
+def test_no_end_marker_means_truncated():
+    parsed = ktap.parse(console([("a_x", True)], end=None))
+    assert any("cut short" in e for e in parsed.errors)
+
+
+def test_no_ktap_at_all():
+    parsed = ktap.parse("[    0.1] Linux version\n")
+    assert parsed.errors == ["no KTAP output on the console"]
+
+
+def test_refusal_is_reported_as_such():
+    parsed = ktap.parse("taintport-agent: refusing to run: no taintport.token on "
+                        "/proc/cmdline\n")
+    assert "refusing to run" in parsed.errors[0]
+
+
+def test_panic_is_an_error_with_its_lines():
+    text = console([("a_x", True)]) + "[    2.0] Kernel panic - not syncing: sysrq triggered crash\n"
+    parsed = ktap.parse(text)
+    assert any(e.startswith("kernel panic") for e in parsed.errors)
+    assert any("sysrq triggered crash" in line for line in parsed.panic)
+
+
+def test_agent_error_status():
+    parsed = ktap.parse(console([("a_x", True)], end=1))
+    assert any("status 1" in e for e in parsed.errors)
+
+
+EXPECTED = {"signed_loads": True, "signed_events_present": True}
+
+
+def test_verdict_as_expected_and_unexpected():
+    ok = ktap.parse(console([("signed_loads", True), ("signed_events_present", True)]))
+    assert verdict.judge(ok, EXPECTED).status is verdict.Status.AS_EXPECTED
+    bad = ktap.parse(console([("signed_loads", True), ("signed_events_present", False)]))
+    j = verdict.judge(bad, EXPECTED)
+    assert j.status is verdict.Status.UNEXPECTED
+    assert [c.name for c in j.failing] == ["signed_events_present"]
+
+
+def test_verdict_error_when_broken_even_if_checks_match():
+    parsed = ktap.parse(console([("signed_loads", True), ("signed_events_present", True)],
+                                end=None))
+    assert verdict.judge(parsed, EXPECTED).status is verdict.Status.ERROR
+
+
+def test_verdict_error_on_unreported_or_unknown_check():
+    parsed = ktap.parse(console([("signed_loads", True), ("signed_other", True)]))
+    j = verdict.judge(parsed, EXPECTED)
+    assert j.status is verdict.Status.ERROR
+    assert any("not reported" in e for e in j.errors)
+    assert any("no expectation: signed_other" in e for e in j.errors)
+
+
+def test_repository_expectations_are_complete_and_differ_where_the_bug_shows():
+    table = verdict.load()
+    assert set(table) == {"upstream", "reverted", "backported"}
+    assert table["upstream"] == table["backported"]
+    assert set(table["upstream"]) == set(table["reverted"])
+    differ = {k for k in table["upstream"] if table["upstream"][k] != table["reverted"][k]}
+    assert "unsigned_events_present" in differ
+    assert not any(k.startswith("signed_") for k in differ)
+
+
+@pytest.mark.parametrize("log", sorted(DATA.glob("*.log")) if DATA.exists() else [],
+                         ids=lambda p: p.name)
+def test_captured_console_logs(log):
+    """Real boots: each file's name says which variant and what must come out."""
+    variant, outcome = log.stem.split("-", 1)
+    parsed = ktap.parse(log.read_text(errors="replace"))
+    j = verdict.judge(parsed, verdict.for_variant(verdict.load(), variant))
+    assert j.status.value == outcome, j.errors or [c.name for c in j.failing]
