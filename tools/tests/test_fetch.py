@@ -158,3 +158,19 @@ def test_unreachable_archive_names_the_failing_command(tmp_path, where):
         fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
     assert "apt could not fetch the testsuite index" in str(err.value)
     assert "apt-get -q update" in str(err.value)
+
+
+def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
+    from taintport import versions
+    arch, good = archive
+    path = tmp_path / "test-9.9.toml"
+    path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nsuite = "testsuite"\n'
+                    f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n'
+                    f'version = "9.9.0-1"\nsha256 = "{"0" * 64}"\nsize = 1\n')
+    v = versions.load(path)
+    old, new = fetch.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert (old, new) == ("9.9.0-1", "9.9.2-1")
+    moved = versions.load(path)
+    assert moved.version == "9.9.2-1"
+    assert moved.sha256 == sha(arch / "pool" / f"{PKG}_9.9.2-1_all.deb")
+    fetch.fetch(Cache(tmp_path / "cache"), moved, tmp_path / "log")

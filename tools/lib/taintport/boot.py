@@ -14,7 +14,7 @@ from pathlib import Path
 from .process import require
 
 QEMU = "qemu-system-x86_64"
-PROBE_TIMEOUT = 20
+PROBE_TIMEOUT = 10
 
 
 @dataclass(frozen=True)

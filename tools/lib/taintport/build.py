@@ -22,6 +22,7 @@ REPRODUCIBLE = {
     "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
     "KBUILD_BUILD_USER": "taintport",
     "KBUILD_BUILD_HOST": "taintport",
+    "KBUILD_BUILD_VERSION": "1",
     "LC_ALL": "C",
 }
 

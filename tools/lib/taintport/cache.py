@@ -1,8 +1,9 @@
 """Where downloads, trees and builds live: outside the repository.
 
 Default `${XDG_CACHE_HOME:-$HOME/.cache}/taintport`, overridden by
-`--cache DIR` or TAINTPORT_CACHE. One run at a time per cache: trees are
-patched in place and build dirs are shared by the variants of a version.
+`--cache DIR` or TAINTPORT_CACHE. One run at a time per version: its tree is
+patched in place and its build dir is shared by its variants, so a second run
+that needs the same version waits (and says so); other versions go on.
 """
 import fcntl
 import os
@@ -40,17 +41,17 @@ class Cache:
         return self.root / "artifacts" / version.name / version.version / variant
 
     @contextmanager
-    def locked(self):
-        """Hold the cache for one run; a second run waits and says so."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / "lock"
+    def locked(self, name):
+        """Hold one version's tree and build dir; a second holder waits and says so."""
+        (self.root / "locks").mkdir(parents=True, exist_ok=True)
+        path = self.root / "locks" / f"{name}.lock"
         with open(path, "a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 handle.seek(0)
                 holder = handle.read().strip() or "another run"
-                print(f"taintport: waiting for {holder} to release {self.root}",
+                print(f"taintport: waiting for {holder} to release {name} in {self.root}",
                       file=sys.stderr, flush=True)
                 fcntl.flock(handle, fcntl.LOCK_EX)
             handle.seek(0)

@@ -64,6 +64,11 @@ def parser():
     add_common(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
 
+    p = sub.add_parser("versions", help="list the pinned kernels; --repin moves pins on purpose")
+    add_common(p)
+    p.add_argument("--repin", nargs="+", metavar="NAME",
+                   help="rewrite these descriptors to the newest version their suite has")
+
     p = sub.add_parser("apply", help="put a fetched tree into one variant (quilt, --fuzz=0)")
     add_common(p)
     one_cell(p)
@@ -100,9 +105,24 @@ def cmd_matrix(args, cache):
 def cmd_fetch(args, cache):
     for version in versions.select(names(args.versions)):
         log = cache.root / "logs" / f"fetch-{version.name}.log"
-        got = fetch.fetch(cache, version, log)
+        with cache.locked(version.name):
+            got = fetch.fetch(cache, version, log)
         print(f"{version.name}: {got.tree} ({'reused' if got.reused else 'fetched'}, "
               f"sha256 {got.sha256[:12]}...)")
+    return 0
+
+
+def cmd_versions(args, cache):
+    if args.repin:
+        for version in versions.select(names(args.repin)):
+            log = cache.root / "logs" / f"repin-{version.name}.log"
+            with cache.locked(version.name):
+                old, new = fetch.repin(cache, version, log)
+            print(f"{version.name}: {old} -> {new}" if old != new
+                  else f"{version.name}: {old} is still the newest")
+        return 0
+    for v in versions.select([]):
+        print(f"{v.name:18} {v.suite:13} {v.package} {v.version}  sha256 {v.sha256[:16]}...")
     return 0
 
 
@@ -168,16 +188,23 @@ def cmd_boot(args, cache):
     return {"as-expected": 0, "unexpected": 1}.get(judgement.status.value, 2)
 
 
-VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "apply": cmd_apply,
-         "build": cmd_build, "boot": cmd_boot}
+def locked_cell(func):
+    """apply/build/boot work on one version's tree and build dir: hold its lock."""
+    def wrapper(args, cache):
+        with cache.locked(args.version):
+            return func(args, cache)
+    return wrapper
+
+
+VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions, "apply": locked_cell(cmd_apply),
+         "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot)}
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
     cache = Cache(args.cache)
     try:
-        with cache.locked():
-            return VERBS[args.verb](args, cache)
+        return VERBS[args.verb](args, cache)
     except TaintportError as err:
         print(f"taintport: error: {err}", file=sys.stderr)
         return 2

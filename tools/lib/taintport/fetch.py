@@ -9,6 +9,7 @@ an interrupted run never leaves a tree that looks complete.
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +20,13 @@ from .errors import InputError, RunError
 from .process import require, run
 
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+
+@dataclass(frozen=True)
+class Published:
+    version: str
+    sha256: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -98,18 +106,28 @@ class PrivateApt:
                            f"(private config under {self.root})",
                            "\n".join(failed or output.splitlines()[-5:]))
 
-    def published(self, log):
-        """(version -> sha256) of the package as the suite's index lists it now."""
+    def published(self):
+        """{version: Published} of the package as the suite's index lists it now."""
         proc = run(["apt-cache", *self.options(), "show", self.version.package],
                    stage="fetch", check=False, env={"LC_ALL": "C"})
         found = {}
-        current = None
-        for line in proc.stdout.splitlines():
-            if line.startswith("Version: "):
-                current = line.split(": ", 1)[1]
-            elif line.startswith("SHA256: ") and current:
-                found[current] = line.split(": ", 1)[1]
+        for stanza in proc.stdout.split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in stanza.splitlines()
+                          if ": " in line and not line.startswith(" "))
+            if "Version" in fields and "SHA256" in fields:
+                found[fields["Version"]] = Published(fields["Version"], fields["SHA256"],
+                                                     int(fields.get("Size", 0)))
         return found
+
+    def candidate(self):
+        """The version apt would pick now: the newest the suite offers."""
+        proc = run(["apt-cache", *self.options(), "policy", self.version.package],
+                   stage="fetch", env={"LC_ALL": "C"})
+        for line in proc.stdout.splitlines():
+            if line.strip().startswith("Candidate:"):
+                value = line.split(":", 1)[1].strip()
+                return None if value == "(none)" else value
+        return None
 
     def download(self, dest, log):
         v = self.version
@@ -129,18 +147,18 @@ def fetch_deb(cache, version, log):
 
     apt = PrivateApt(cache.apt(), version)
     apt.update(log)
-    published = apt.published(log)
+    published = apt.published()
     if version.version not in published:
         now = ", ".join(sorted(published)) or "none"
         raise InputError(
             f"{version.path}: {version.suite} no longer offers {version.package} "
             f"{version.version}; it has now: {now}. "
             f"Run 'taintport versions --repin {version.name}' to move the pin on purpose.")
-    if published[version.version] != version.sha256:
+    if published[version.version].sha256 != version.sha256:
         raise InputError(
             f"{version.path}: pinned sha256 {version.sha256} differs from the one "
             f"{version.suite}'s index publishes for {version.version}: "
-            f"{published[version.version]}")
+            f"{published[version.version].sha256}")
 
     with tempfile.TemporaryDirectory(dir=debs, prefix=".download-") as tmp:
         apt.download(tmp, log)
@@ -198,3 +216,27 @@ def fetch(cache, version, log):
     tree = cache.tree(version)
     tree_reused = extract(deb, version, tree, log)
     return Fetched(deb=deb, tree=tree, sha256=version.sha256, reused=deb_reused and tree_reused)
+
+
+def repin(cache, version, log):
+    """Move a descriptor's pin to the suite's newest version, on purpose.
+
+    Rewrites version, sha256 and size in the TOML file and returns
+    (old, new); the quilt series may then need a refresh, which the next
+    matrix run shows (patches are applied with --fuzz=0).
+    """
+    apt = PrivateApt(cache.apt(), version)
+    apt.update(log)
+    newest = apt.candidate()
+    published = apt.published()
+    if newest is None or newest not in published:
+        raise InputError(f"{version.suite} offers no {version.package} at all now")
+    new = published[newest]
+    text = version.path.read_text()
+    for key, value in (("version", f'"{new.version}"'), ("sha256", f'"{new.sha256}"'),
+                       ("size", str(new.size))):
+        text, count = re.subn(rf"^{key} = .*$", f"{key} = {value}", text, count=1, flags=re.M)
+        if count != 1:
+            raise InputError(f"{version.path}: no '{key} =' line to rewrite")
+    version.path.write_text(text)
+    return version.version, new.version

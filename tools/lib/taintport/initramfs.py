@@ -18,13 +18,11 @@ HOST_DRACUT = Path("/usr/lib/dracut")
 OUR_MODULE = REPO / "test-matrix" / "dracut" / "50taintport"
 
 
-def private_base(cache_root):
-    """A dracutbasedir that is the host's plus 50taintport, rebuilt each time (cheap)."""
+def private_base(folder):
+    """A dracutbasedir in folder: the host's dracut plus 50taintport, made per call (cheap)."""
     if not (HOST_DRACUT / "modules.d").is_dir():
         raise RunError("initramfs", f"{HOST_DRACUT}/modules.d missing; install dracut-core")
-    base = Path(cache_root) / "dracut-base"
-    if base.exists():
-        shutil.rmtree(base)
+    base = Path(folder) / "dracut-base"
     (base / "modules.d").mkdir(parents=True)
     for entry in HOST_DRACUT.iterdir():
         if entry.name != "modules.d":
@@ -51,9 +49,10 @@ def payload(artifacts, token):
 
 def build(artifacts, token, cache_root, image, log):
     require("dracut", "dracut-core")
-    base = private_base(cache_root)
     folder = payload(artifacts, token)
     with tempfile.TemporaryDirectory(dir=cache_root, prefix=".dracut-tmp-") as tmp:
+        base = private_base(tmp)
+        (Path(tmp) / "no-conf.d").mkdir()
         run(["dracut", "--quiet", "--force", "--no-kernel", "--no-hostonly",
              "--no-hostonly-cmdline", "--no-compress", "--no-early-microcode",
              "--conf", "/dev/null", "--confdir", Path(tmp) / "no-conf.d",

@@ -83,7 +83,8 @@ class Runner:
             verdict.for_variant(self.expectations, variant)
         ordered = [v for v in series.VARIANTS if v in variants]
         for version in versions:
-            self.run_version(version, ordered)
+            with self.cache.locked(version.name):
+                self.run_version(version, ordered)
         return report.exit_code(self.cells)
 
     def cell_base(self, version, variant):

@@ -59,8 +59,14 @@ def load(path):
     return Version(path=path, **{f: data[f] for f in FIELDS})
 
 
+def series_key(version):
+    """Oldest kernel first: linux-source-5.10 before 6.1 before 6.12."""
+    numbers = version.package.rsplit("-", 1)[-1].split(".")
+    return tuple(int(n) if n.isdigit() else 0 for n in numbers), version.name
+
+
 def all_versions(directory=VERSIONS_DIR):
-    return [load(p) for p in sorted(Path(directory).glob("*.toml"))]
+    return sorted((load(p) for p in Path(directory).glob("*.toml")), key=series_key)
 
 
 def select(names, directory=VERSIONS_DIR):

@@ -1,0 +1,233 @@
+"""The taintport layer: fixtures in the Coccinelle habit, whole trees, failures.
+
+semantic-patches/tests/<piece>_<case>.c is an input written in the shape of
+one historical form; <piece>_<case>.res is the expected output (== input
+when the fix is already there), or <piece>_<case>.err holds text the
+LayerError must contain. A case ending in -letter-<L> runs with that letter.
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from taintport import REPO, layer
+
+FIXTURES = REPO / "semantic-patches" / "tests"
+CASES = sorted(FIXTURES.glob("*.c"))
+
+
+def _case(path):
+    piece, case = path.stem.split("_", 1)
+    m = re.search(r"-letter-([A-Z])$", case)
+    return piece, (m.group(1) if m else "E")
+
+
+@pytest.mark.parametrize("fixture", CASES, ids=lambda p: p.stem)
+def test_fixture(fixture):
+    piece, letter = _case(fixture)
+    res, err = fixture.with_suffix(".res"), fixture.with_suffix(".err")
+    if err.exists():
+        with pytest.raises(layer.LayerError) as caught:
+            layer.transform(piece, fixture.read_text(), letter)
+        assert err.read_text().strip() in str(caught.value)
+        assert caught.value.piece == piece
+    else:
+        assert layer.transform(piece, fixture.read_text(), letter) == res.read_text()
+
+
+def test_every_fixture_has_exactly_one_expectation():
+    for fixture in CASES:
+        piece, _ = _case(fixture)
+        assert piece in layer.SPEC, fixture.name
+        outcomes = [fixture.with_suffix(s).exists() for s in (".res", ".err")]
+        assert outcomes.count(True) == 1, fixture.name
+    orphans = {p.stem for p in FIXTURES.glob("*.res")} | {p.stem for p in FIXTURES.glob("*.err")}
+    assert orphans <= {p.stem for p in CASES}
+
+
+# Every shape the kernel had between 3.10 and 7.3 (see code-shapes.md), with
+# the state each must be seen in by at least one fixture.
+SHAPES = {
+    ("define", "#define in include/linux/kernel.h"): {"missing", "present"},
+    ("letter", "struct tnt tnts[]"): {"missing", "present"},
+    ("letter", "designated taint_flags[]"): {"missing", "present"},
+    ("letter", "TAINT_FLAG() with 4 arguments"): {"missing", "present"},
+    ("letter", "TAINT_FLAG() with 3 arguments"): {"missing", "present"},
+    ("sigcheck", "load_module() in kernel/module.c, printk_once"): {"missing", "present"},
+    ("sigcheck", "load_module() in kernel/module.c, pr_notice_once"): {"missing", "present"},
+    ("sigcheck", "module_augment_kernel_taints() in kernel/module.c, pr_notice_once"):
+        {"missing", "present"},
+    ("tracepoint", "tracepoint_module_coming() inline mask: OOT_MODULE|CRAP"):
+        {"missing", "present"},
+    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP"): {"missing", "present"},
+    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|TEST"): {"missing", "present"},
+    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|TEST|LIVEPATCH"):
+        {"missing", "present"},
+    ("module-flags", "explicit if per letter"): {"missing", "present"},
+    ("module-flags", "loop over taint_flags[]"): {"present"},
+    ("trace-event", "show_module_flags #define"): {"missing", "present"},
+}
+
+
+def test_fixtures_cover_every_shape_missing_and_fixed():
+    seen = {}
+    for fixture in CASES:
+        piece, letter = _case(fixture)
+        spec = layer.SPEC[piece]
+        found = spec.recognise(fixture.read_text(), spec.paths[-1], letter)
+        if found:
+            shape = found.piece.shape.replace("|UNSIGNED_MODULE", "")
+            seen.setdefault((piece, shape), set()).add(found.piece.state)
+    for shape, states in SHAPES.items():
+        assert states <= seen.get(shape, set()), shape
+
+
+# ---------------------------------------------------------------- whole trees
+# A pre-3.15 tree and its 3.15 counterpart, assembled from the fixtures at
+# the paths the pieces live in (sigcheck and module-flags share a file).
+
+TREE_310 = {
+    "include/linux/kernel.h": ["define_kernel-h-3.10"],
+    "kernel/panic.c": ["letter_tnt"],
+    "kernel/module.c": ["sigcheck_printk-once", "module-flags_explicit-ifs"],
+    "kernel/tracepoint.c": ["tracepoint_inline-mask"],
+    "include/trace/events/module.h": ["trace-event_pfc"],
+}
+
+
+def _tree(root, suffix, letter_cases=None):
+    for rel, cases in TREE_310.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join((FIXTURES / (c + suffix)).read_text() for c in cases))
+    return root
+
+
+def _digest(root):
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
+    tree = _tree(tmp_path / "tree", ".c")
+    before = _digest(tree)
+    patch = layer.generate(tree)
+    assert _digest(tree) == before, "generate() must not touch the tree"
+    assert not patch.empty
+    assert [p.state for p in patch.pieces] == ["missing"] * 6
+    headers = re.findall(r"^--- a/(\S+)\n\+\+\+ b/(\S+)$", patch.diff, re.M)
+    assert [a for a, b in headers] == sorted(TREE_310) and all(a == b for a, b in headers)
+
+    work = tmp_path / "work"
+    shutil.copytree(tree, work)
+    subprocess.run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch"], cwd=work,
+                   input=patch.diff, text=True, check=True, capture_output=True)
+    expected = _tree(tmp_path / "expected", ".res")
+    for rel in TREE_310:
+        assert (work / rel).read_text() == (expected / rel).read_text(), rel
+
+
+def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
+    patch = layer.generate(_tree(tmp_path, ".res"))
+    assert patch.diff == "" and patch.empty
+    assert patch.summary == "already upstream"
+    assert all(p.state == "present" for p in patch.pieces)
+
+
+def test_letter_x_reproduces_the_2014_posting_where_x_is_free(tmp_path):
+    patch = layer.generate(_tree(tmp_path, ".c"), letter="X")
+    assert "+\t{ TAINT_UNSIGNED_MODULE,\t'X', ' ' },\n" in patch.diff
+    assert "+\t\tbuf[l++] = 'X';\n" in patch.diff
+    assert '+\t{ (1UL << TAINT_UNSIGNED_MODULE),\t"X" })\n' in patch.diff
+
+
+def test_a_taken_letter_is_an_error_naming_its_owner(tmp_path):
+    with pytest.raises(layer.LayerError) as caught:
+        layer.generate(_tree(tmp_path, ".c"), letter="W")
+    assert caught.value.piece == "letter"
+    assert caught.value.path == "kernel/panic.c:11"
+    assert "TAINT_WARN" in caught.value.expected
+    assert all(s in str(caught.value) for s in ("letter", "kernel/panic.c:11", "TAINT_WARN"))
+
+
+def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
+    tree = _tree(tmp_path, ".c")
+    path = tree / "kernel/tracepoint.c"
+    path.write_text(path.read_text().replace("(1 << TAINT_CRAP)", "(1 << TAINT_WARN)"))
+    assert layer.inspect(tree)[3] == layer.Piece("tracepoint", "unknown", "kernel/tracepoint.c",
+                                                 0, "missing")
+    with pytest.raises(layer.LayerError) as caught:
+        layer.generate(tree)
+    assert (caught.value.piece, caught.value.path) == ("tracepoint", "kernel/tracepoint.c")
+    assert "TAINT_CRAP" in caught.value.expected
+
+
+def test_inspect_reports_shape_file_line_and_state(tmp_path):
+    pieces = layer.inspect(_tree(tmp_path, ".c"))
+    assert [(p.name, p.path, p.line, p.state) for p in pieces] == [
+        ("define", "include/linux/kernel.h", 12, "missing"),
+        ("letter", "kernel/panic.c", 14, "missing"),
+        ("sigcheck", "kernel/module.c", 34, "missing"),
+        ("tracepoint", "kernel/tracepoint.c", 15, "missing"),
+        ("module-flags", "kernel/module.c", 60, "missing"),
+        ("trace-event", "include/trace/events/module.h", 9, "missing"),
+    ]
+
+
+# ------------------------------------------------------------- spatch failures
+
+def _fake_spatch(tmp_path, monkeypatch, script):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "spatch"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
+    _fake_spatch(tmp_path, monkeypatch,
+                 'echo "EXN: Failure(\\"boom\\") in kernel/module.c" >&2\n'
+                 'echo "An error occurred when attempting to transform some files." >&2\n'
+                 "exit 0\n")
+    with pytest.raises(layer.LayerError) as caught:
+        layer.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
+    assert "EXN" in caught.value.expected
+
+
+def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
+    _fake_spatch(tmp_path, monkeypatch, "exit 0\n")
+    with pytest.raises(layer.LayerError) as caught:
+        layer.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
+    assert "['sigcheck'] to fire" in caught.value.expected
+
+
+# ------------------------------------------------------ the .cocci files alone
+
+REPORTS = [
+    ("taint_unsigned_define.cocci", "define_kernel-h-3.10", 12),
+    ("taint_unsigned_letter.cocci", "letter_designated", 7),
+    ("taint_unsigned_sigcheck.cocci", "sigcheck_augment-taints", 28),
+    ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
+    ("taint_unsigned_module_flags.cocci", "module-flags_explicit-ifs", 12),
+]
+
+
+@pytest.mark.parametrize("cocci,case,line", REPORTS, ids=[r[0] for r in REPORTS])
+def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
+    def report(name):
+        proc = subprocess.run(["spatch", "--sp-file", REPO / "semantic-patches" / cocci,
+                               "-D", "report", "--very-quiet", "--no-includes",
+                               "--include-headers", FIXTURES / f"{name}.c"],
+                              capture_output=True, text=True, check=True)
+        return proc.stdout
+
+    assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
+                     report(case), re.M)
+    fixed = f"{case}-fixed"
+    assert (FIXTURES / f"{fixed}.c").exists()
+    assert report(fixed) == ""
