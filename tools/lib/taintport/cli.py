@@ -4,7 +4,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import boot, build, fetch, initramfs, ktap, matrix, report, series, verdict, versions
+from . import (boot, build, fetch, initramfs, ktap, matrix, regen, report, series, verdict,
+               versions)
 from .cache import Cache
 from .errors import TaintportError
 
@@ -69,6 +70,12 @@ def parser():
     p.add_argument("--repin", nargs="+", metavar="NAME",
                    help="rewrite these descriptors to the newest version their suite has")
 
+    p = sub.add_parser("regen", help="rewrite the generated quilt patches from semantic-patches/")
+    add_common(p)
+    p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing; exit 1 when a committed patch is stale")
+
     p = sub.add_parser("apply", help="put a fetched tree into one variant (quilt, --fuzz=0)")
     add_common(p)
     one_cell(p)
@@ -123,6 +130,26 @@ def cmd_versions(args, cache):
         return 0
     for v in versions.select([]):
         print(f"{v.name:18} {v.suite:13} {v.package} {v.version}  sha256 {v.sha256[:16]}...")
+    return 0
+
+
+def cmd_regen(args, cache):
+    stale = []
+    for version in versions.select(names(args.versions)):
+        with cache.locked(version.name):
+            log = cache.root / "logs" / f"regen-{version.name}.log"
+            tree = fetch.fetch(cache, version,
+                               cache.root / "logs" / f"fetch-{version.name}.log").tree
+            done = regen.regen(tree, version.name, args.quilt_dir, log, check=args.check)
+        state = ("stale" if args.check else "rewritten") if done.changed else "up to date"
+        print(f"{version.name}: {done.path} {state} "
+              f"(layer {done.seconds:.1f}s; upstream: {done.upstream})")
+        if done.changed:
+            stale.append(version.name)
+    if args.check and stale:
+        print(f"taintport: committed patches differ from the semantic patches for "
+              f"{', '.join(stale)}; run 'tools/taintport regen'", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -196,7 +223,8 @@ def locked_cell(func):
     return wrapper
 
 
-VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions, "apply": locked_cell(cmd_apply),
+VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
+         "regen": cmd_regen, "apply": locked_cell(cmd_apply),
          "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot)}
 
 
