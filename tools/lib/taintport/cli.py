@@ -4,10 +4,10 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import (boot, build, fetch, initramfs, ktap, matrix, regen, report, series, verdict,
-               versions)
+from . import (boot, build, carry, fetch, initramfs, ktap, layer, matrix, regen, report, series,
+               verdict, versions)
 from .cache import Cache
-from .errors import TaintportError
+from .errors import InputError, TaintportError
 
 DESCRIPTION = """\
 Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
@@ -76,9 +76,21 @@ def parser():
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 when a committed patch is stale")
 
-    p = sub.add_parser("apply", help="put a fetched tree into one variant (quilt, --fuzz=0)")
+    p = sub.add_parser("inspect", help="for each piece of the fix: shape, file:line, state")
+    p.add_argument("--tree", type=Path, required=True, help="any kernel source tree")
+    p.add_argument("--letter", default="E", help="taint letter for the unsigned bit (default E)")
+
+    p = sub.add_parser("apply", help="put a fetched tree into one variant, or carry the "
+                                     "layer onto your own tree (--tree)")
     add_common(p)
-    one_cell(p)
+    p.add_argument("--version", help="a name from versions/ (with --variant)")
+    p.add_argument("--variant", choices=series.VARIANTS)
+    p.add_argument("--tree", type=Path, help="your kernel tree: push the layer onto it with "
+                                            "quilt (patches/), all or nothing")
+    p.add_argument("--letter", default="E",
+                   help="taint letter (default E; X reproduces the 2014 posting where free)")
+    p.add_argument("--export", type=Path, metavar="DIR",
+                   help="with --tree: only write the quilt series to DIR")
 
     p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
     add_common(p)
@@ -159,7 +171,39 @@ def cell_setup(args, cache):
     return version, got.tree, series.load(version.name, args.quilt_dir)
 
 
+def cmd_inspect(args, cache):
+    pieces = layer.inspect(args.tree, args.letter)
+    rows = [(p.name, p.state, f"{p.path}:{p.line}" if p.line else p.path, p.shape)
+            for p in pieces]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+    return 0 if all(p.state == "present" for p in pieces) else 1
+
+
 def cmd_apply(args, cache):
+    if args.tree:
+        if args.version or args.variant:
+            raise InputError("use either --tree DIR or --version/--variant, not both")
+        log = Path(args.export or args.tree) / ".taintport-apply.log" if args.export \
+            else cache.root / "logs" / "apply-tree.log"
+        if args.export:
+            generated, path = carry.export(args.tree, args.letter, args.export)
+        else:
+            generated, path = carry.apply(args.tree, args.letter, log)
+        if path is None:
+            print(f"{args.tree}: already upstream (the layer is an empty change)")
+        else:
+            print(f"{args.tree}: {generated.summary}; "
+                  f"{'written to' if args.export else 'pushed as'} {path}")
+        return 0
+    if not (args.version and args.variant):
+        raise InputError("apply needs --tree DIR, or --version and --variant")
+    with cache.locked(args.version):
+        return apply_variant(args, cache)
+
+
+def apply_variant(args, cache):
     version, tree, quilt_series = cell_setup(args, cache)
     log = cache.root / "logs" / f"apply-{version.name}.log"
     touched = series.switch(tree, quilt_series, args.variant, log)
@@ -224,13 +268,13 @@ def locked_cell(func):
 
 
 VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
-         "regen": cmd_regen, "apply": locked_cell(cmd_apply),
+         "regen": cmd_regen, "apply": cmd_apply, "inspect": cmd_inspect,
          "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot)}
 
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    cache = Cache(args.cache)
+    cache = Cache(getattr(args, "cache", None))
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
