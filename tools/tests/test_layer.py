@@ -1,9 +1,11 @@
 """The taintport layer: fixtures in the Coccinelle habit, whole trees, failures.
 
 semantic-patches/tests/<piece>_<case>.c is an input written in the shape of
-one historical form; <piece>_<case>.res is the expected output (== input
-when the fix is already there), or <piece>_<case>.err holds text the
-LayerError must contain. A case ending in -letter-<L> runs with that letter.
+one historical form. Its expected outcomes sit next to it:
+  <piece>_<case>.res      the output with the default letter E
+  <piece>_<case>.<L>.res  the output with letter L
+  <piece>_<case>[.<L>].err text the LayerError must contain
+Every .res is also run as an input: the fix already there, nothing changes.
 """
 import hashlib
 import os
@@ -17,36 +19,39 @@ import pytest
 from taintport import REPO, layer
 
 FIXTURES = REPO / "semantic-patches" / "tests"
-CASES = sorted(FIXTURES.glob("*.c"))
+INPUTS = sorted(FIXTURES.glob("*.c"))
+OUTCOMES = sorted(FIXTURES.glob("*.res")) + sorted(FIXTURES.glob("*.err"))
 
 
-def _case(path):
-    piece, case = path.stem.split("_", 1)
-    m = re.search(r"-letter-([A-Z])$", case)
-    return piece, (m.group(1) if m else "E")
+def _outcome(path):
+    """(input .c, piece, letter) of an outcome file."""
+    stem, _, letter = path.stem.partition(".")
+    return FIXTURES / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
 
 
-@pytest.mark.parametrize("fixture", CASES, ids=lambda p: p.stem)
-def test_fixture(fixture):
-    piece, letter = _case(fixture)
-    res, err = fixture.with_suffix(".res"), fixture.with_suffix(".err")
-    if err.exists():
+@pytest.mark.parametrize("outcome", OUTCOMES, ids=lambda p: p.name)
+def test_fixture(outcome):
+    fixture, piece, letter = _outcome(outcome)
+    if outcome.suffix == ".err":
         with pytest.raises(layer.LayerError) as caught:
             layer.transform(piece, fixture.read_text(), letter)
-        assert err.read_text().strip() in str(caught.value)
+        assert outcome.read_text().strip() in str(caught.value)
         assert caught.value.piece == piece
     else:
-        assert layer.transform(piece, fixture.read_text(), letter) == res.read_text()
+        assert layer.transform(piece, fixture.read_text(), letter) == outcome.read_text()
 
 
-def test_every_fixture_has_exactly_one_expectation():
-    for fixture in CASES:
-        piece, _ = _case(fixture)
-        assert piece in layer.SPEC, fixture.name
-        outcomes = [fixture.with_suffix(s).exists() for s in (".res", ".err")]
-        assert outcomes.count(True) == 1, fixture.name
-    orphans = {p.stem for p in FIXTURES.glob("*.res")} | {p.stem for p in FIXTURES.glob("*.err")}
-    assert orphans <= {p.stem for p in CASES}
+@pytest.mark.parametrize("res", sorted(FIXTURES.glob("*.res")), ids=lambda p: p.name)
+def test_fixture_already_fixed_is_left_alone(res):
+    _, piece, letter = _outcome(res)
+    assert layer.transform(piece, res.read_text(), letter) == res.read_text()
+
+
+def test_every_fixture_has_an_outcome_and_every_outcome_an_input():
+    for outcome in OUTCOMES:
+        fixture, piece, _ = _outcome(outcome)
+        assert fixture.exists() and piece in layer.SPEC, outcome.name
+    assert {p for p in INPUTS} == {_outcome(o)[0] for o in OUTCOMES}
 
 
 # Every shape the kernel had between 3.10 and 7.3 (see code-shapes.md), with
@@ -75,8 +80,8 @@ SHAPES = {
 
 def test_fixtures_cover_every_shape_missing_and_fixed():
     seen = {}
-    for fixture in CASES:
-        piece, letter = _case(fixture)
+    for fixture in INPUTS + sorted(FIXTURES.glob("*.res")):
+        _, piece, letter = _outcome(fixture)
         spec = layer.SPEC[piece]
         found = spec.recognise(fixture.read_text(), spec.paths[-1], letter)
         if found:
@@ -91,7 +96,7 @@ def test_fixtures_cover_every_shape_missing_and_fixed():
 # the paths the pieces live in (sigcheck and module-flags share a file).
 
 TREE_310 = {
-    "include/linux/kernel.h": ["define_kernel-h-3.10"],
+    "include/linux/kernel.h": ["define_kernel-h"],
     "kernel/panic.c": ["letter_tnt"],
     "kernel/module.c": ["sigcheck_printk-once", "module-flags_explicit-ifs"],
     "kernel/tracepoint.c": ["tracepoint_inline-mask"],
@@ -99,7 +104,7 @@ TREE_310 = {
 }
 
 
-def _tree(root, suffix, letter_cases=None):
+def _tree(root, suffix):
     for rel, cases in TREE_310.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +214,7 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
 # ------------------------------------------------------ the .cocci files alone
 
 REPORTS = [
-    ("taint_unsigned_define.cocci", "define_kernel-h-3.10", 12),
+    ("taint_unsigned_define.cocci", "define_kernel-h", 12),
     ("taint_unsigned_letter.cocci", "letter_designated", 7),
     ("taint_unsigned_sigcheck.cocci", "sigcheck_augment-taints", 28),
     ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
@@ -222,12 +227,10 @@ def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, li
     def report(name):
         proc = subprocess.run(["spatch", "--sp-file", REPO / "semantic-patches" / cocci,
                                "-D", "report", "--very-quiet", "--no-includes",
-                               "--include-headers", FIXTURES / f"{name}.c"],
+                               "--include-headers", FIXTURES / name],
                               capture_output=True, text=True, check=True)
         return proc.stdout
 
     assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
-                     report(case), re.M)
-    fixed = f"{case}-fixed"
-    assert (FIXTURES / f"{fixed}.c").exists()
-    assert report(fixed) == ""
+                     report(f"{case}.c"), re.M)
+    assert report(f"{case}.res") == ""

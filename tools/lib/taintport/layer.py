@@ -303,8 +303,9 @@ def _relayout(piece, before, after):
     old, new = before.splitlines(True), after.splitlines(True)
     out = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += old[i1:i2]
         if op in ("equal", "delete"):
-            out += old[i1:i2] if op == "equal" else []
             continue
         anchors = old[i1:i2] + old[max(0, i1 - 8):i1][::-1]
         words = [w for _, _, w in _tokens("".join(new[j1:j2]))]
@@ -356,7 +357,7 @@ def _relayout_mask(piece, before, after):
         indent = "\t" * (col // TAB) + " " * (col % TAB)
         return (before[:at + len(crap)] + " |\n" + indent + new_term + rest
                 + before[eol:])
-    return after
+    return after  # more terms after TAINT_CRAP on its line: no upstream to follow
 
 
 def _offset_of_line(text, line):
@@ -370,7 +371,7 @@ def _offset_of_line(text, line):
 # SmPL cannot insert a line into a comment or into a multi-line #define body,
 # so these are done here, on the text, and checked by inspect() afterwards.
 
-def _letter_comment(text, letter):
+def _letter_comment(piece, text, letter):
     """print_tainted()'s comment listing letters (to v4.9)."""
     if re.search(rf"^ \*\s+'{letter}' - Unsigned module", text, re.M):
         return text
@@ -379,7 +380,7 @@ def _letter_comment(text, letter):
                   count=1, flags=re.M)
 
 
-def _tracepoint_comment(text, letter):
+def _tracepoint_comment(piece, text, letter):
     """The 3.10 comment above the mask test, as upstream rewrote it."""
     return text.replace("Staging and out-of-tree GPL modules are fine.",
                         "Staging, out-of-tree, and unsigned GPL modules are fine.", 1)
@@ -429,16 +430,14 @@ PIECES = (
               "taint_unsigned_define.cocci"),
     PieceSpec("letter", ("kernel/panic.c",),
               "a taint letter table with a TAINT_OOT_MODULE entry", _recognise_letter,
-              "taint_unsigned_letter.cocci",
-              scripted=lambda piece, text, letter: _letter_comment(text, letter)),
+              "taint_unsigned_letter.cocci", scripted=_letter_comment),
     PieceSpec("sigcheck", ("kernel/module/main.c", "kernel/module.c"),
               "add_taint_module() after the \"module verification failed\" notice",
               _recognise_sigcheck, "taint_unsigned_sigcheck.cocci"),
     PieceSpec("tracepoint", ("kernel/tracepoint.c",),
               "a mask ~((1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) ...) of tolerated taints",
               _recognise_tracepoint, "taint_unsigned_tracepoint.cocci",
-              relayout=_relayout_mask,
-              scripted=lambda piece, text, letter: _tracepoint_comment(text, letter)),
+              relayout=_relayout_mask, scripted=_tracepoint_comment),
     PieceSpec("module-flags", ("kernel/module/main.c", "kernel/module.c"),
               "module_flags_taint() with a TAINT_CRAP test or a taint_flags[] loop",
               _recognise_module_flags, "taint_unsigned_module_flags.cocci"),
@@ -519,11 +518,12 @@ def _fix(spec, found, path, letter):
     path.write_text(text)
 
 
-def transform(name: str, text: str, letter: str = "E", path: str = "") -> str:
+def transform(name: str, text: str, letter: str = "E") -> str:
     """One piece applied to one file's text (what the fixtures test)."""
+    _check_letter(letter)
     spec = SPEC[name]
     with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch:
-        rel = path or spec.paths[-1]
+        rel = spec.paths[-1]
         target = Path(scratch) / rel
         target.parent.mkdir(parents=True)
         target.write_text(text)

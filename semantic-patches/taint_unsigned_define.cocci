@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Define TAINT_UNSIGNED_MODULE as bit 13, right after TAINT_OOT_MODULE, and
+/// keep TAINT_FLAGS_COUNT in step, as upstream commit 66cc69e34e86 ("Fix:
+/// module signature vs tracepoints: add new TAINT_UNSIGNED_MODULE", v3.15)
+/// does in include/linux/kernel.h (include/linux/panic.h since v5.15).
+/// Never defines it twice; refuses when bit 13 belongs to another flag.
+//
+// Confidence: High
+// Options: --no-includes --include-headers
+// Keywords: TAINT_UNSIGNED_MODULE, TAINT_OOT_MODULE, TAINT_FLAGS_COUNT
+// Requires: 1.1.1
+//
+// SmPL matches and adds whole #define lines (the kernel's own
+// scripts/coccinelle/misc/add_namespace.cocci works the same way on
+// declarers); spatch re-prints an added #define with single spaces, and
+// tools/lib/taintport/layer.py realigns it to the tabs of the line above.
+
+virtual patch
+virtual report
+
+@present@
+position p;
+@@
+#define TAINT_UNSIGNED_MODULE@p 13
+
+// Bit 13 taken by another flag: adding ours would give two flags one bit.
+// (spatch's regexps are PCRE, so a negative look-ahead excludes the count.)
+@taken@
+identifier I =~ "^TAINT_(?!FLAGS_COUNT$|UNSIGNED_MODULE$)";
+position p;
+@@
+#define I@p 13
+
+@find depends on !present && !taken@
+position p;
+@@
+#define TAINT_OOT_MODULE@p 12
+
+@fix depends on patch@
+position find.p;
+@@
+#define TAINT_OOT_MODULE@p 12
++#define TAINT_UNSIGNED_MODULE 13
+
+// Only a count of 13 means TAINT_OOT_MODULE was the last flag.
+@count depends on fix@
+position q;
+@@
+-#define TAINT_FLAGS_COUNT@q 13
++#define TAINT_FLAGS_COUNT 14
+
+@script:python depends on fix@
+p << find.p;
+@@
+print("taintport: fired define %s:%s" % (p[0].file, p[0].line))
+
+@script:python depends on count@
+q << count.q;
+@@
+print("taintport: fired count %s:%s" % (q[0].file, q[0].line))
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], "TAINT_UNSIGNED_MODULE (bit 13) missing after TAINT_OOT_MODULE")
+
+@script:python depends on report@
+p << taken.p;
+I << taken.I;
+@@
+coccilib.report.print_report(p[0], "bit 13 belongs to %s, cannot define TAINT_UNSIGNED_MODULE" % I)

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Give TAINT_UNSIGNED_MODULE its letter in kernel/panic.c's table of taint
+/// letters, right after TAINT_OOT_MODULE, as upstream commits 66cc69e34e86
+/// and 57673c2b0baa (v3.15) do. Handles the four shapes the table has had:
+/// struct tnt tnts[] (to v4.9), designated taint_flags[] initialisers (v4.10),
+/// TAINT_FLAG() with four arguments (v6.12) and with three (v7.2).
+/// The letter is -D letter=<L> (default E; X reproduces the 2014 posting).
+/// A letter already owned by another flag is reported, never added.
+//
+// Confidence: High
+// Options: --no-includes --include-headers
+// Keywords: TAINT_UNSIGNED_MODULE, tnts, taint_flags, TAINT_FLAG
+// Requires: 1.1.1
+//
+// Notes on the SmPL used here:
+// - initializer lists are matched with "{ ..., entry, ..., }", designated
+//   initialisers with "[index] = { ... }", TAINT_FLAG() entries as calls;
+// - -D name=value reaches rules as "identifier virtual.name;" (the kernel's
+//   scripts/coccinelle/misc/add_namespace.cocci does so with -D ns=...) and
+//   python rules as "x << virtual.name;" (as public .cocci files do); found
+//   by trying 1.1.1: "letter" must then NOT also be declared "virtual letter"
+//   (spatch fails with a parse error), and a python rule that names an unset
+//   value does not run, so @initialize:python@ sets the default first;
+// - a python rule creates the char constant with cocci.make_expr() and hands
+//   it to later rules as "expression letter.c;";
+// - a rule's "depends on" a python rule does not follow the matches that
+//   rule dropped, so "taken" matches the letter itself instead of filtering.
+// spatch re-prints added initialisers over several lines; layer.py re-lays
+// them out like the TAINT_OOT_MODULE entry above them (whitespace only).
+
+virtual patch
+virtual report
+
+@initialize:python@
+@@
+LETTER = "E"
+
+@script:python depends on patch || report@
+l << virtual.letter;
+@@
+LETTER = l
+
+@script:python letter@
+c;
+@@
+coccinelle.c = cocci.make_expr("'%s'" % LETTER)
+
+@present@
+identifier arr;
+expression n;
+@@
+(
+ struct tnt arr[] = { ..., { TAINT_UNSIGNED_MODULE, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., [TAINT_UNSIGNED_MODULE] = { ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., TAINT_FLAG(UNSIGNED_MODULE, ...), ..., };
+)
+
+// An entry of another flag with the letter asked for: the letter is taken.
+@taken@
+identifier arr;
+identifier f != {TAINT_UNSIGNED_MODULE, UNSIGNED_MODULE};
+expression n;
+expression letter.c;
+position p;
+@@
+(
+ struct tnt arr[] = { ..., { f@p, c, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., [f@p] = { c, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., TAINT_FLAG(f@p, c, ...), ..., };
+)
+
+@script:python depends on report@
+f << taken.f;
+p << taken.p;
+@@
+owner = f if f.startswith("TAINT_") else "TAINT_" + f
+coccilib.report.print_report(p[0], "letter '%s' already belongs to %s" % (LETTER, owner))
+
+@find depends on !present && !taken@
+identifier arr;
+expression n;
+position p;
+@@
+(
+ struct tnt arr[] = { ..., { TAINT_OOT_MODULE@p, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., [TAINT_OOT_MODULE@p] = { ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., TAINT_FLAG(OOT_MODULE@p, ...), ..., };
+)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE" % LETTER)
+
+@tnt depends on patch && find@
+identifier arr;
+expression letter.c;
+position q;
+@@
+ struct tnt arr[] = {
+  ...,
+  { TAINT_OOT_MODULE@q, ... },
++ { TAINT_UNSIGNED_MODULE, c, ' ' },
+  ...
+ };
+
+@designated depends on patch && find@
+identifier arr;
+expression n;
+expression letter.c;
+position q;
+@@
+ struct taint_flag arr[n] = {
+  ...,
+  [TAINT_OOT_MODULE@q] = { ... },
++ [TAINT_UNSIGNED_MODULE] = { c, ' ', true },
+  ...
+ };
+
+@flag4 depends on patch && find@
+identifier arr;
+expression n, e1, e2, e3;
+expression letter.c;
+position q;
+@@
+ struct taint_flag arr[n] = {
+  ...,
+  TAINT_FLAG(OOT_MODULE@q, e1, e2, e3),
++ TAINT_FLAG(UNSIGNED_MODULE, c, ' ', true),
+  ...
+ };
+
+@flag3 depends on patch && find@
+identifier arr;
+expression n, e1, e2;
+expression letter.c;
+position q;
+@@
+ struct taint_flag arr[n] = {
+  ...,
+  TAINT_FLAG(OOT_MODULE@q, e1, e2),
++ TAINT_FLAG(UNSIGNED_MODULE, c, ' '),
+  ...
+ };
+
+@script:python depends on tnt@
+q << tnt.q;
+@@
+print("taintport: fired tnt %s:%s" % (q[0].file, q[0].line))
+
+@script:python depends on designated@
+q << designated.q;
+@@
+print("taintport: fired designated %s:%s" % (q[0].file, q[0].line))
+
+@script:python depends on flag4@
+q << flag4.q;
+@@
+print("taintport: fired flag4 %s:%s" % (q[0].file, q[0].line))
+
+@script:python depends on flag3@
+q << flag3.q;
+@@
+print("taintport: fired flag3 %s:%s" % (q[0].file, q[0].line))

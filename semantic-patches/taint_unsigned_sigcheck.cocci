@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/// Taint a module whose signature check failed with TAINT_UNSIGNED_MODULE
+/// instead of TAINT_FORCED_MODULE, as upstream commit 66cc69e34e86 (v3.15)
+/// does. Only the add_taint_module() call that follows the "module
+/// verification failed" notice in "if (!mod->sig_ok)" changes: load_module()
+/// in kernel/module.c (to v5.18) or kernel/module/main.c (v5.19),
+/// module_augment_kernel_taints() (v6.12). try_to_force_load() keeps
+/// TAINT_FORCED_MODULE: forcing a load is still forcing.
+//
+// Confidence: High
+// Options: --no-includes --include-headers
+// Keywords: TAINT_UNSIGNED_MODULE, TAINT_FORCED_MODULE, sig_ok, add_taint_module
+// Requires: 1.1.1
+//
+// The notice is built from adjacent string literals (and KERN_NOTICE before
+// v3.15), which a "constant char[] =~" regexp does not see as one string;
+// a python rule reads the whole format argument instead and drops matches
+// whose text lacks the notice (cocci.include_match(False)).
+
+virtual patch
+virtual report
+
+@find@
+expression M, L, fmt;
+position p;
+@@
+if (!M->sig_ok) {
+  ...
+  \(pr_notice_once\|printk_once\)(fmt, ...);
+  add_taint_module@p(M, TAINT_FORCED_MODULE, L);
+}
+
+@script:python verification_notice@
+fmt << find.fmt;
+@@
+if "module verification failed" not in fmt:
+    cocci.include_match(False)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], "TAINT_FORCED_MODULE for a module that failed signature verification: TAINT_UNSIGNED_MODULE missing")
+
+@fix depends on patch@
+expression M, L;
+position find.p;
+position q;
+@@
+- add_taint_module@p@q(M, TAINT_FORCED_MODULE, L);
++ add_taint_module(M, TAINT_UNSIGNED_MODULE, L);
+
+@script:python depends on fix@
+q << fix.q;
+@@
+print("taintport: fired sigcheck %s:%s" % (q[0].file, q[0].line))
