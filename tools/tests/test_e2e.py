@@ -19,7 +19,8 @@ pytestmark = pytest.mark.e2e
 
 
 def matrix(out, *extra):
-    proc = subprocess.run([*TAINTPORT, "matrix", "--versions", VERSION, "--out", str(out),
+    # --rerun: this test must boot, not reuse a stored cell
+    proc = subprocess.run([*TAINTPORT, "matrix", "--rerun", "--versions", VERSION, "--out", str(out),
                            *extra], capture_output=True, text=True)
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)

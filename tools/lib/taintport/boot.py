@@ -5,13 +5,13 @@ first panic in time; otherwise TCG (on the project's machines /dev/kvm exists
 but KVM guests hang or assert). The accelerator is recorded in the results.
 """
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import require
+from .errors import RunError
+from .process import STOPPING, kill_group, reap, require, spawn
 
 QEMU = "qemu-system-x86_64"
 PROBE_TIMEOUT = 10
@@ -48,19 +48,22 @@ def run_qemu(cmd, console, timeout):
     """Run QEMU in its own process group; at the timeout the whole group dies."""
     Path(console).unlink(missing_ok=True)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE)
     try:
         _, err = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         _, err = proc.communicate()
         timed_out = True
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         raise
+    finally:
+        reap(proc)
+    if STOPPING.is_set():
+        raise RunError("boot", "interrupted")
     seconds = time.monotonic() - start
     if err:
         with open(console, "ab") as out:

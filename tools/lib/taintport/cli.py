@@ -60,6 +60,13 @@ def parser():
     p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
                    help="seconds a guest may run before it is killed (default %(default)s)")
+    p.add_argument("--parallel", type=int, default=2,
+                   help="kernels worked on at once (default %(default)s): one builds while "
+                        "another fetches or boots")
+    p.add_argument("--rerun", action="store_true",
+                   help="build and boot again even when a cell's inputs are unchanged")
+    p.add_argument("--resume", type=Path, metavar="DIR",
+                   help="finish an interrupted run in DIR: only the cells it lacks")
 
     p = sub.add_parser("fetch", help="download, verify and extract kernel sources")
     add_common(p)
@@ -108,15 +115,17 @@ def parser():
 def cmd_matrix(args, cache):
     chosen = versions.select(names(args.versions))
     variants = names(args.variants) or list(series.VARIANTS)
-    out = args.out or matrix.default_out()
+    if args.resume and args.out and args.resume != args.out:
+        raise InputError("--resume DIR already names the results folder; drop --out")
+    out = args.resume or args.out or matrix.default_out()
     out.mkdir(parents=True, exist_ok=True)
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
-                           timeout=args.timeout,
-                           log=lambda line: print(line, file=sys.stderr, flush=True))
+                           parallel=args.parallel, timeout=args.timeout,
+                           reuse=not args.rerun, resume=bool(args.resume))
     code = runner.run(chosen, variants)
     print()
-    report.table(runner.cells)
+    report.table(runner.ordered_cells())
     print(f"\nmatrix.json: {out / 'matrix.json'}")
     return code
 

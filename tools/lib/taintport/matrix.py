@@ -2,20 +2,33 @@
 
 Per version: fetch once, then walk the variants in series order (upstream,
 reverted, backported) on the same tree and build dir, so only the first
-variant pays for a full kernel build.
+variant pays for a full kernel build. Versions run side by side
+(`--parallel`), which overlaps one kernel's downloads, boots and dracut runs
+with another's build.
+
+A finished cell is stored under <cache>/cells/<key>, the key hashed from
+everything that decides its result (package checksum, the variant's series,
+fragments, semantic patches, the test matrix, tool versions): a rerun with
+nothing changed reuses it instead of building and booting again.
 """
 import hashlib
+import json
 import platform
 import secrets
 import shutil
 import subprocess
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import REPO, boot, build, fetch, initramfs, kconfig, ktap, report, series, verdict
 from .errors import InputError, TaintportError
+from .process import STOPPING
+from .progress import Progress
 
 DEFAULT_TIMEOUT = 180
+CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
 
 
 def digest(path):
@@ -24,7 +37,8 @@ def digest(path):
 
 def tree_digest(folder):
     h = hashlib.sha256()
-    for f in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+    for f in sorted(p for p in Path(folder).rglob("*") if p.is_file()
+                    and "__pycache__" not in p.parts and "out" not in p.parts):
         h.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
@@ -50,42 +64,71 @@ def inputs(version, quilt_series, variant):
             "deb_sha256": version.sha256,
             "series": patches,
             "fragments": {f.name: digest(f) for f in kconfig.fragments(version.name)},
+            "semantic_patches_sha256": tree_digest(REPO / "semantic-patches"),
             "expectations_sha256": digest(verdict.EXPECTATIONS),
             "test_matrix_sha256": tree_digest(REPO / "test-matrix")}
 
 
+def cell_key(cell_inputs, tools, timeout):
+    text = json.dumps({"inputs": cell_inputs, "tools": tools, "timeout": timeout},
+                      sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class Runner:
-    def __init__(self, cache, out, *, quilt_dir=series.QUILT_DIR, jobs=None,
-                 timeout=DEFAULT_TIMEOUT, accel=None, log=print):
+    def __init__(self, cache, out, *, quilt_dir=series.QUILT_DIR, jobs=None, parallel=1,
+                 timeout=DEFAULT_TIMEOUT, reuse=True, resume=False):
         self.cache = cache
         self.out = Path(out)
         self.quilt_dir = Path(quilt_dir)
         self.jobs = jobs or build.default_jobs()
+        self.parallel = max(1, parallel)
         self.timeout = timeout
-        self.accel = accel  # boot.Accel, decided by the first probe
+        self.reuse = reuse
+        self.resume = resume
         self.expectations = verdict.load()
-        self.cells = []
-        self.log = log
+        self.tools = tool_versions()
+        self.accel = None  # boot.Accel, decided by the first probe
+        self.accel_lock = threading.Lock()
+        self.publish_lock = threading.Lock()
+        self.cells = {}
+        self.order = []
+        self.progress = None
         self.meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                     "tools": tool_versions()}
+                     "tools": self.tools}
 
+    # -- results -----------------------------------------------------------
     def publish(self, cell):
-        self.cells.append(cell)
-        report.write_cell(self.out, cell)
-        meta = dict(self.meta)
-        if self.accel:
-            meta["accelerator"] = {"name": self.accel.name, "reason": self.accel.reason}
-        report.write_matrix(self.out, meta, self.cells)
+        with self.publish_lock:
+            self.cells[(cell["version"], cell["variant"])] = cell
+            report.write_cell(self.out, cell)
+            meta = dict(self.meta)
+            if self.accel:
+                meta["accelerator"] = {"name": self.accel.name, "reason": self.accel.reason}
+            report.write_matrix(self.out, meta, self.ordered_cells())
+        detail = cell["errors"][0].splitlines()[0] if cell["errors"] else \
+            ("reused" if cell.get("reused") else "")
+        self.progress.done(f"{cell['version']} {cell['variant']}", cell["status"], detail)
 
+    def ordered_cells(self):
+        return [self.cells[k] for k in self.order if k in self.cells]
+
+    # -- the run -----------------------------------------------------------
     def run(self, versions, variants):
         for variant in variants:
             series.check_variant(variant)
             verdict.for_variant(self.expectations, variant)
         ordered = [v for v in series.VARIANTS if v in variants]
-        for version in versions:
-            with self.cache.locked(version.name):
-                self.run_version(version, ordered)
-        return report.exit_code(self.cells)
+        self.order = [(v.name, var) for v in versions for var in ordered]
+        self.progress = Progress(len(self.order))
+        try:
+            with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+                futures = [pool.submit(self.run_version, v, ordered) for v in versions]
+                for future in futures:
+                    future.result()
+        finally:
+            self.progress.close()
+        return report.exit_code(self.ordered_cells())
 
     def cell_base(self, version, variant):
         return {"version": version.name, "variant": variant, "status": "error",
@@ -94,47 +137,125 @@ class Runner:
                 "logs": {"build": f"{version.name}/{variant}/build.log",
                          "console": f"{version.name}/{variant}/console.log"}}
 
+    def finished_earlier(self, version, variant):
+        """--resume: a cell this out dir already holds (errors are run again)."""
+        path = self.out / version.name / variant / "cell.json"
+        if not self.resume or not path.exists():
+            return None
+        cell = json.loads(path.read_text())
+        return cell if cell["status"] != "error" else None
+
+    def stored(self, key):
+        folder = self.cache.root / "cells" / key
+        return folder if (folder / "cell.json").exists() else None
+
+    def store(self, key, cell):
+        """Keep a sound result (not an error) for reruns with the same inputs."""
+        if cell["status"] == "error":
+            return
+        src = self.out / cell["version"] / cell["variant"]
+        folder = self.cache.root / "cells" / key
+        tmp = folder.with_name(key + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name in CELL_FILES:
+            if (src / name).exists():
+                shutil.copy2(src / name, tmp / name)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+
+    def reuse_stored(self, folder, version, variant):
+        dest = self.out / version.name / variant
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in CELL_FILES:
+            if (folder / name).exists():
+                shutil.copy2(folder / name, dest / name)
+        cell = json.loads((dest / "cell.json").read_text())
+        cell["reused"] = True
+        return cell
+
     def run_version(self, version, variants):
-        vdir = self.out / version.name
-        vdir.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
+        with self.cache.locked(version.name):
+            self._run_version(version, variants)
+
+    def _run_version(self, version, variants):
+        (self.out / version.name).mkdir(parents=True, exist_ok=True)
         try:
-            self.log(f"[{version.name}] fetch {version.package} {version.version}")
-            fetched = fetch.fetch(self.cache, version, vdir / "fetch.log")
             quilt_series = series.load(version.name, self.quilt_dir)
+            plans = [(variant, inputs(version, quilt_series, variant)) for variant in variants]
         except TaintportError as err:
             for variant in variants:
                 cell = self.cell_base(version, variant)
                 cell["errors"] = [str(err)]
                 self.publish(cell)
-            self.log(f"[{version.name}] error: {err}")
             return
-        fetch_seconds = time.monotonic() - start
-        for variant in variants:
+
+        todo = []
+        for variant, cell_inputs in plans:
+            key = cell_key(cell_inputs, self.tools, self.timeout)
+            earlier = self.finished_earlier(version, variant)
+            if earlier:
+                earlier["resumed"] = True
+                self.publish(earlier)
+                continue
+            folder = self.stored(key) if self.reuse else None
+            if folder:
+                self.publish(self.reuse_stored(folder, version, variant))
+                continue
+            todo.append((variant, cell_inputs, key))
+        if not todo:
+            return
+
+        label = f"{version.name} {todo[0][0]}"
+        self.progress.stage(label, "fetch")
+        start = time.monotonic()
+        try:
+            fetched = fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
+        except TaintportError as err:
+            for variant, cell_inputs, _ in todo:
+                cell = self.cell_base(version, variant)
+                cell["inputs"] = cell_inputs
+                cell["errors"] = [str(err)]
+                self.publish(cell)
+            return
+        fetch_seconds = round(time.monotonic() - start, 2)
+
+        for variant, cell_inputs, key in todo:
+            if STOPPING.is_set():
+                return
             cell = self.cell_base(version, variant)
-            cell["timings"]["fetch"] = round(fetch_seconds, 2)
+            cell["inputs"] = cell_inputs
+            cell["timings"]["fetch"] = fetch_seconds
             try:
-                cell["inputs"] = inputs(version, quilt_series, variant)
                 self.run_cell(version, fetched.tree, quilt_series, variant, cell)
             except TaintportError as err:
+                if STOPPING.is_set():
+                    return  # an interrupted cell is not a result: --resume runs it
                 cell["status"] = "error"
                 cell["errors"].append(str(err))
             self.publish(cell)
-            self.log(f"[{version.name}] {variant}: {cell['status']}"
-                     + (f" ({cell['errors'][0].splitlines()[0]})" if cell["errors"] else ""))
+            self.store(key, cell)
 
     def timed(self, cell, stage, func, *args):
-        self.log(f"[{cell['version']}] {cell['variant']}: {stage}")
+        self.progress.stage(f"{cell['version']} {cell['variant']}", stage)
         start = time.monotonic()
         try:
             return func(*args)
         finally:
             cell["timings"][stage] = round(time.monotonic() - start, 2)
 
+    def probe_once(self, cell, bzimage, workdir):
+        with self.accel_lock:
+            if self.accel is None:
+                self.accel = self.timed(cell, "kvm_probe", boot.probe, bzimage, workdir)
+                self.progress.note(f"accelerator: {self.accel.name} ({self.accel.reason})")
+        return self.accel
+
     def run_cell(self, version, tree, quilt_series, variant, cell):
         cdir = self.out / version.name / variant
         cdir.mkdir(parents=True, exist_ok=True)
         build_log = cdir / "build.log"
+        build_log.unlink(missing_ok=True)
         touched = self.timed(cell, "apply", series.switch, tree, quilt_series, variant,
                              build_log)
         if variant == "backported":
@@ -151,14 +272,11 @@ class Runner:
         token = secrets.token_hex(8)
         image = self.timed(cell, "initramfs", initramfs.build, artifacts, token,
                            self.cache.root, artifacts.directory / "initramfs.img", build_log)
-        if self.accel is None:
-            self.accel = self.timed(cell, "kvm_probe", boot.probe, artifacts.bzimage,
-                                    artifacts.directory)
-            self.log(f"accelerator: {self.accel.name} ({self.accel.reason})")
-        cell["accelerator"] = self.accel.name
+        accel = self.probe_once(cell, artifacts.bzimage, artifacts.directory)
+        cell["accelerator"] = accel.name
         append = f"console=ttyS0 panic=-1 taintport.token={token}"
         booted = self.timed(cell, "boot", boot.boot, artifacts.bzimage, image,
-                            cdir / "console.log", append, self.accel.name, self.timeout)
+                            cdir / "console.log", append, accel.name, self.timeout)
         cell["qemu_exit_code"] = booted.exit_code
         text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
         parsed = ktap.parse(text)
@@ -175,9 +293,3 @@ class Runner:
 
 def default_out():
     return REPO / "results" / time.strftime("%Y%m%dT%H%M%S")
-
-
-def remove_if_empty(path):
-    path = Path(path)
-    if path.exists() and not any(path.iterdir()):
-        shutil.rmtree(path)

@@ -1,13 +1,25 @@
-"""Run external tools with their output in a log and failures named."""
+"""Run external tools with their output in a log and failures named.
+
+Each command runs in its own process group, so that an interrupted run
+(Ctrl-C, SIGTERM, a timeout) takes make's compilers or QEMU down with it
+instead of leaving them running.
+"""
 import os
 import shlex
 import shutil
+import signal
 import subprocess
+import threading
 from pathlib import Path
 
 from .errors import RunError
 
 TAIL_LINES = 20
+
+# Every child process group still running, so that an interrupted run can end
+# them all from the main thread while worker threads wait on them.
+LIVE = set()
+STOPPING = threading.Event()
 
 
 def require(tool, package):
@@ -27,35 +39,77 @@ def tail(path, lines=TAIL_LINES):
     return "\n".join(text.splitlines()[-lines:])
 
 
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def stop_all():
+    """End every child group now; workers then see STOPPING and give up."""
+    STOPPING.set()
+    for proc in list(LIVE):
+        kill_group(proc)
+
+
+def spawn(argv, **kwargs):
+    """Popen in a new process group, tracked in LIVE until reaped."""
+    if STOPPING.is_set():
+        raise RunError("run", "interrupted")
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    LIVE.add(proc)
+    return proc
+
+
+def reap(proc):
+    LIVE.discard(proc)
+
+
 def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True):
     """Run cmd; stdout+stderr go to log (appended) or are captured.
 
-    Returns the CompletedProcess. On a non-zero exit (when check) raises
+    Returns a CompletedProcess. On a non-zero exit (when check) raises
     RunError naming the command and quoting the last lines of its output.
     """
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    shown = shlex.join(str(c) for c in cmd)
+    argv = [str(c) for c in cmd]
+    shown = shlex.join(argv)
+    out = None
+    if log:
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        out = open(log, "a")
+        out.write(f"$ {shown}\n")
+        out.flush()
     try:
-        if log:
-            Path(log).parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "a") as out:
-                out.write(f"$ {shown}\n")
-                out.flush()
-                proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=full_env,
-                                      stdout=out, stderr=subprocess.STDOUT,
-                                      timeout=timeout, text=True)
-        else:
-            proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=full_env,
-                                  capture_output=True, timeout=timeout, text=True)
+        proc = spawn(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                     stdout=out or subprocess.PIPE,
+                     stderr=subprocess.STDOUT if out else subprocess.PIPE, text=True)
     except FileNotFoundError:
-        raise RunError(stage, f"command not found: {cmd[0]}") from None
+        if out:
+            out.close()
+        raise RunError(stage, f"command not found: {argv[0]}") from None
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        kill_group(proc)
         raise RunError(stage, f"timed out after {timeout}s: {shown}",
                        tail(log) if log else "") from None
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        reap(proc)
+        if out:
+            out.close()
+    if STOPPING.is_set():
+        raise RunError(stage, f"interrupted: {shown}")
+    result = subprocess.CompletedProcess(argv, proc.returncode, stdout or "", stderr or "")
     if check and proc.returncode != 0:
         detail = tail(log) if log else "\n".join(
-            (proc.stdout + proc.stderr).splitlines()[-TAIL_LINES:])
+            (result.stdout + result.stderr).splitlines()[-TAIL_LINES:])
         raise RunError(stage, f"exit {proc.returncode}: {shown}", detail)
-    return proc
+    return result

@@ -34,6 +34,10 @@ def write_matrix(out, meta, cells):
 
 
 def summary_of(cell):
+    return summary_text(cell) + (" (reused: inputs unchanged)" if cell.get("reused") else "")
+
+
+def summary_text(cell):
     if cell["status"] == Status.ERROR.value:
         return "; ".join(cell["errors"])[:160]
     wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
