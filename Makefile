@@ -8,7 +8,7 @@ TAINTPORT := $(PYTHON) tools/taintport
 PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
-.PHONY: deps matrix check unit agent-check e2e
+.PHONY: deps matrix check unit agent-check e2e report ci ci-check
 
 deps:
 	@sh tools/install-deps
@@ -26,5 +26,16 @@ agent-check: deps
 e2e: deps
 	$(PYTEST) -q -m e2e tools/tests
 
-check: deps agent-check
+check: deps agent-check ci-check
 	$(PYTEST) -v tools/tests
+
+# Reports again from a results folder's matrix.json: make report DIR=results/<run>
+report:
+	$(TAINTPORT) report $(DIR)
+
+# The CI pipelines under ci/ are generated from versions/: regenerate after editing it.
+ci:
+	$(TAINTPORT) ci
+
+ci-check:
+	$(TAINTPORT) ci --check

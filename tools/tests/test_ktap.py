@@ -107,3 +107,12 @@ def test_captured_console_logs(log):
     parsed = ktap.parse(log.read_text(errors="replace"))
     j = verdict.judge(parsed, verdict.for_variant(verdict.load(), variant))
     assert j.status.value == outcome, j.errors or [c.name for c in j.failing]
+
+
+def test_skipped_check_is_no_observation():
+    text = console([("signed_loads", True), ("signed_events_present", True)])
+    text = text.replace("ok 2 signed_events_present", "ok 2 signed_events_present # SKIP no tracefs")
+    j = verdict.judge(ktap.parse(text), EXPECTED)
+    assert j.status is verdict.Status.ERROR
+    assert any("skipped" in e for e in j.errors)
+    assert [c.observed for c in j.checks if c.name == "signed_events_present"] == [None]

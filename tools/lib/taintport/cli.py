@@ -4,8 +4,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from . import (boot, build, carry, fetch, initramfs, ktap, layer, matrix, regen, report, series,
-               verdict, versions)
+from . import (boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix, regen,
+               render, report, series, verdict, versions)
 from .cache import Cache
 from .errors import InputError, TaintportError
 
@@ -109,6 +109,24 @@ def parser():
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT)
     p.add_argument("--accel", choices=("kvm", "tcg"), help="skip the KVM probe")
     p.add_argument("--append", default="", help="extra kernel command line")
+
+    p = sub.add_parser(
+        "report", help="re-render reports, compare two runs, merge CI runs",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description="""\
+  report DIR                   re-render matrix.json's KCIDB view, junit.xml,
+                               summary.md and index.html in DIR
+  report compare OLD NEW       cells whose status changed, regressions first
+                               (exit 1 when there is a regression)
+  report merge DIR... --out D  one results folder from runs that each did
+                               some kernels (CI jobs); a cell twice is an error""")
+    p.add_argument("words", nargs="+", metavar="DIR | compare OLD NEW | merge DIR...")
+    p.add_argument("--out", type=Path, help="with merge: the merged results folder")
+    p.add_argument("--quilt-dir", type=Path, default=series.QUILT_DIR,
+                   help="quilt series whose patches index.html shows (default: quilt/)")
+
+    p = sub.add_parser("ci", help="generate the CI pipelines under ci/ from versions/")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; list the ci/ files that drifted (exit 1 if any)")
     return top
 
 
@@ -126,7 +144,10 @@ def cmd_matrix(args, cache):
     code = runner.run(chosen, variants)
     print()
     report.table(runner.ordered_cells())
-    print(f"\nmatrix.json: {out / 'matrix.json'}")
+    if runner.ordered_cells():
+        doc = render.load(out)
+        render.render_all(out, doc, render.read_patches(doc, args.quilt_dir))
+    print(f"\nmatrix.json: {out / 'matrix.json'}\nreport: {out / 'index.html'}")
     return code
 
 
@@ -276,9 +297,51 @@ def locked_cell(func):
     return wrapper
 
 
+def publish(out, doc, quilt_dir):
+    """matrix.json and every report rendered from it."""
+    doc = report.write_document(out, doc)
+    for path in render.render_all(out, doc, render.read_patches(doc, quilt_dir)):
+        print(path)
+
+
+def cmd_report(args, cache):
+    verb, *rest = args.words
+    if verb == "compare":
+        if len(rest) != 2:
+            raise InputError("usage: taintport report compare OLD NEW")
+        changes = compare.compare(*(render.load(d) for d in rest))
+        for change in changes:
+            print(change)
+        print(f"{len(changes)} cell(s) changed status")
+        return 1 if any(c.kind == "regression" for c in changes) else 0
+    if verb == "merge":
+        if not rest or args.out is None:
+            raise InputError("usage: taintport report merge DIR... --out DIR")
+        doc = compare.merge(rest)
+        compare.copy_logs(rest, args.out)
+        publish(args.out, doc, args.quilt_dir)
+        return 0
+    if rest:
+        raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR")
+    publish(verb, render.load(verb), args.quilt_dir)
+    return 0
+
+
+def cmd_ci(args, cache):
+    if args.check:
+        stale = ci.check_drift()
+        for path in stale:
+            print(f"{path}: out of date with versions/; run 'tools/taintport ci'")
+        return 1 if stale else 0
+    for path in ci.write():
+        print(path)
+    return 0
+
+
 VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
          "regen": cmd_regen, "apply": cmd_apply, "inspect": cmd_inspect,
-         "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot)}
+         "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot),
+         "report": cmd_report, "ci": cmd_ci}
 
 
 def main(argv=None):

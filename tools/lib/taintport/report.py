@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from . import kcidb
 from .cache import write_atomic
 from .verdict import Status
 
@@ -29,8 +30,16 @@ def write_cell(out, cell):
 
 
 def write_matrix(out, meta, cells):
-    doc = {"schema": SCHEMA, **meta, "exit_code": exit_code(cells), "cells": cells}
+    write_document(out, {"schema": SCHEMA, **meta, "exit_code": exit_code(cells),
+                         "cells": cells})
+
+
+def write_document(out, doc):
+    """matrix.json, with its "kcidb" view computed again from the cells."""
+    doc = {key: value for key, value in doc.items() if key != "kcidb"}
+    doc["kcidb"] = kcidb.report(doc)
     write_atomic(Path(out) / "matrix.json", json.dumps(doc, indent=2) + "\n")
+    return doc
 
 
 def summary_of(cell):

@@ -79,12 +79,16 @@ def for_variant(table, variant):
 def judge(parsed, expected):
     """Compare; a broken run or an incomplete set of checks is an error."""
     checks = []
+    errors = list(parsed.errors)
     for name, want in expected.items():
         result = parsed.results.get(name)
+        # a SKIP means the agent could not observe the fact: no observation at all
+        skipped = result is not None and result.directive == "SKIP"
+        if skipped:
+            errors.append(f"check {name} skipped by the agent")
         checks.append(Check(name=name, expected=want,
-                            observed=None if result is None else result.ok,
+                            observed=None if result is None or skipped else result.ok,
                             diagnostics=tuple(result.diagnostics) if result else ()))
-    errors = list(parsed.errors)
     if not parsed.broken:
         missing = [c.name for c in checks if c.observed is None]
         if missing:

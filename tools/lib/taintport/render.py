@@ -1,0 +1,47 @@
+"""The reports of a results folder, rendered from its matrix.json.
+
+junit.xml, summary.md and index.html are written next to matrix.json; each
+is a pure function of the matrix document (plus, for the page, the logs the
+run left in the folder and the quilt patches it applied).
+"""
+import hashlib
+import json
+from pathlib import Path
+
+from . import htmlpage, junit, series, summary
+from .cache import write_atomic
+from .errors import InputError
+
+def load(results_dir):
+    path = Path(results_dir) / "matrix.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise InputError(f"{path}: cannot read the matrix: {err}") from None
+    if not isinstance(doc, dict) or "cells" not in doc:
+        raise InputError(f"{path}: not a taintport matrix (no cells)")
+    return doc
+
+
+def read_patches(doc, quilt_dir=series.QUILT_DIR):
+    """The quilt patches the cells applied, when the files still hold what the run used."""
+    found = {}
+    for cell in doc["cells"]:
+        for name, digest in cell["inputs"].get("series", {}).items():
+            path = Path(quilt_dir) / cell["version"] / name
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if hashlib.sha256(data).hexdigest() == digest:
+                found.setdefault(cell["version"], {})[name] = data.decode(errors="replace")
+    return found
+
+
+def render_all(out_dir, doc, patches=None):
+    """Write every report next to matrix.json; returns their paths."""
+    reports = {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
+               "index.html": htmlpage.render(doc, out_dir, patches)}
+    for name, text in reports.items():
+        write_atomic(Path(out_dir) / name, text)
+    return [Path(out_dir) / name for name in reports]

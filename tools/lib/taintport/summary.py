@@ -1,0 +1,126 @@
+"""summary.md: an LKFT-style plain-text report, ready to paste into a mail.
+
+Build summary first, then the cells that need a human (unexpected, error),
+then every cell, then the totals as LKFT counts them. A check whose KTAP
+result is "not ok" and was expected to be (the reverted variant's bug,
+reproduced) is an xfail, not a pass.
+"""
+import io
+from typing import NamedTuple
+
+from . import kcidb, report
+from .verdict import Status
+
+MEANING = {0: "every cell as expected", 1: "a kernel behaved unexpectedly",
+           2: "the run itself broke"}
+DIAGNOSTICS_SHOWN = 4
+
+
+class Counts(NamedTuple):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0  # ERROR and MISS: the run, not the kernel
+    xfail: int = 0
+
+    def __add__(self, other):
+        return Counts(*(a + b for a, b in zip(self, other)))
+
+    def __str__(self):
+        return (f"total: {self.total}, pass: {self.passed}, fail: {self.failed}, "
+                f"error: {self.errors}, xfail: {self.xfail}")
+
+
+def is_xfail(check):
+    return check["expected"] == "not ok" and check["observed"] == "not ok"
+
+
+def counts(cells):
+    total = Counts()
+    for cell in cells:
+        for check in cell["checks"]:
+            status = kcidb.check_status(cell, check)
+            total += Counts(
+                total=1,
+                passed=status is kcidb.Status.PASS and not is_xfail(check),
+                failed=status is kcidb.Status.FAIL,
+                errors=status in (kcidb.Status.ERROR, kcidb.Status.MISS),
+                xfail=status is kcidb.Status.PASS and is_xfail(check))
+    return total
+
+
+def seconds(value):
+    if value is None:
+        return "-"
+    minutes, secs = divmod(round(value), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{value:.1f}s"
+
+
+def columns(rows):
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def build_time(cell):
+    text = f"{cell['variant']} {seconds(cell['timings'].get('build'))}"
+    return text + " (reused)" if cell.get("reused") else text
+
+
+def build_summary(cells):
+    rows = [("version", "package", "built", "build time", "per variant")]
+    for version, group in kcidb.by_version(cells).items():
+        inputs = next((c["inputs"] for c in group if c["inputs"]), {})
+        built = sum(1 for c in group if c["kernel_release"])
+        total = sum(c["timings"].get("build", 0) for c in group)
+        rows.append((version, inputs.get("package_version", "-"),
+                     f"{built}/{len(group)} variants", seconds(total),
+                     ", ".join(build_time(c) for c in group)))
+    return columns(rows)
+
+
+def attention(cell):
+    """What a reader needs about a cell that is not as expected."""
+    lines = [f"* {cell['version']} {cell['variant']}: {cell['status'].upper()}"]
+    lines += [f"    {line}" for error in cell["errors"] for line in error.splitlines()[:6]]
+    for check in cell["checks"]:
+        status = kcidb.check_status(cell, check)
+        if status is kcidb.Status.FAIL:
+            lines.append(f"    {check['name']}: expected {check['expected']}, "
+                         f"observed {check['observed']}")
+            lines += [f"        {d}" for d in kcidb.evidence(cell, check)[:DIAGNOSTICS_SHOWN]]
+    missing = [c["name"] for c in cell["checks"] if c["observed"] == "missing"]
+    if missing:
+        lines.append(f"    not reported ({len(missing)}): {', '.join(missing)}")
+    lines += [f"    | {line}" for line in cell.get("panic", [])]
+    return lines
+
+
+def render(doc):
+    cells = doc["cells"]
+    code = doc["exit_code"]
+    out = [f"taintport matrix: {len(cells)} cells, exit {code} ({MEANING.get(code, '?')})",
+           f"started {doc.get('started', '-')}", "",
+           "## Build summary", ""] + build_summary(cells)
+
+    needing = sorted((c for c in cells if c["status"] != Status.AS_EXPECTED.value),
+                     key=lambda c: c["status"] != Status.UNEXPECTED.value)
+    out += ["", "## Unexpected and error cells", ""]
+    out += [line for cell in needing for line in attention(cell)] or ["none"]
+
+    table = io.StringIO()
+    report.table(cells, table)
+    out += ["", "## Cells", "", table.getvalue().rstrip("\n")]
+
+    out += ["", "## Summary", "", f"* {counts(cells)}"]
+    versions = kcidb.by_version(cells)
+    if len(versions) > 1:
+        out += [f"* {version}: {counts(group)}" for version, group in versions.items()]
+
+    out += ["", "## Environment", ""]
+    for run in kcidb.runs(doc):
+        accel = run.get("accelerator") or {}
+        where = f"{run['dir']}: " if "dir" in run else ""
+        out.append(f"* {where}accelerator {accel.get('name', '-')} "
+                   f"({accel.get('reason', 'no boot')})")
+        out += [f"    {tool}: {version}" for tool, version in sorted(run.get("tools", {}).items())]
+    return "\n".join(out) + "\n"

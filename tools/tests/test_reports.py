@@ -1,0 +1,440 @@
+"""The reports rendered from matrix.json: KCIDB view, junit.xml, summary.md,
+index.html (also in headless Chromium), and report compare / merge.
+
+Fixtures under data/results/ are results folders as the runner writes them:
+bookworm-6.1 with its three cells as expected, and trixie-6.12 with one cell
+as expected, one error (a panic cut the KTAP short) and one unexpected (a
+layer that restores the taint letter but not tracing's acceptance of it).
+"""
+import copy
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from taintport import compare, htmlpage, junit, kcidb, render, summary
+from taintport.errors import InputError
+
+RESULTS = Path(__file__).parent / "data" / "results"
+BOOKWORM = RESULTS / "bookworm-6.1"
+TRIXIE = RESULTS / "trixie-6.12"
+CHROMIUM = Path("/usr/bin/chromium")
+MARKUP = "<script>alert(1)</script>"
+
+# Properties each object may have in KCIDB I/O schema v4.3 (kcidb-io,
+# kcidb_io/schema/v04_03.py: "additionalProperties": False), and the required ones.
+KCIDB_FIELDS = {
+    "checkouts": ({"id", "origin", "tree_name", "git_repository_url", "git_commit_hash",
+                   "git_commit_name", "git_repository_branch", "patchset_files",
+                   "patchset_hash", "message_id", "comment", "start_time", "contacts",
+                   "log_url", "log_excerpt", "valid", "misc"}, {"id", "origin"}),
+    "builds": ({"checkout_id", "id", "origin", "comment", "start_time", "duration",
+                "architecture", "command", "compiler", "input_files", "output_files",
+                "config_name", "config_url", "log_url", "log_excerpt", "valid", "misc"},
+               {"checkout_id", "id", "origin"}),
+    "tests": ({"build_id", "id", "origin", "environment", "path", "comment", "log_url",
+               "log_excerpt", "status", "waived", "start_time", "duration", "output_files",
+               "misc"}, {"build_id", "id", "origin"}),
+}
+KCIDB_STATUSES = {"FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"}
+
+
+@pytest.fixture
+def bookworm():
+    return render.load(BOOKWORM)
+
+
+@pytest.fixture
+def trixie():
+    return render.load(TRIXIE)
+
+
+def cell(doc, variant):
+    return next(c for c in doc["cells"] if c["variant"] == variant)
+
+
+def nulls(obj, where=""):
+    if obj is None:
+        return [where]
+    if isinstance(obj, dict):
+        return [n for k, v in obj.items() for n in nulls(v, f"{where}.{k}")]
+    if isinstance(obj, list):
+        return [n for i, v in enumerate(obj) for n in nulls(v, f"{where}[{i}]")]
+    return []
+
+
+# KCIDB
+
+def test_kcidb_objects_use_only_schema_fields(trixie):
+    doc = kcidb.report(trixie)
+    assert doc["version"] == {"major": 4, "minor": 3}
+    for kind, (allowed, required) in KCIDB_FIELDS.items():
+        for obj in doc[kind]:
+            assert set(obj) <= allowed, (kind, set(obj) - allowed)
+            assert required <= set(obj), (kind, required - set(obj))
+            assert obj["id"].startswith("taintport:")
+    assert nulls(doc) == [], "KCIDB allows no null property"
+    for test in doc["tests"]:
+        assert test["status"] in KCIDB_STATUSES
+        assert re.fullmatch(r"[.a-zA-Z0-9_-]*", test["path"])
+        assert len(test.get("log_excerpt", "")) <= kcidb.EXCERPT_MAX
+
+
+def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
+    doc = kcidb.report(bookworm)
+    assert [c["tree_name"] for c in doc["checkouts"]] == ["bookworm-6.1"]
+    assert [b["id"] for b in doc["builds"]] == [
+        "taintport:bookworm-6.1:upstream", "taintport:bookworm-6.1:reverted",
+        "taintport:bookworm-6.1:backported"]
+    assert len(doc["tests"]) == 3 * (48 + 1)
+    build = doc["builds"][0]
+    assert build["architecture"] == "x86_64"
+    assert build["compiler"] == bookworm["tools"]["gcc"]
+    assert build["config_name"] == "tinyconfig+base"
+    assert build["valid"] is True
+    assert build["log_url"] == "bookworm-6.1/upstream/build.log"
+    assert build["duration"] == cell(bookworm, "upstream")["timings"]["build"]
+
+
+def test_kcidb_patchset_is_the_versions_series(bookworm):
+    checkout = kcidb.report(bookworm)["checkouts"][0]
+    series = cell(bookworm, "backported")["inputs"]["series"]
+    assert [f["url"] for f in checkout["patchset_files"]] == [
+        f"quilt/bookworm-6.1/{p}" for p in series]
+    assert all("/" not in f["name"] for f in checkout["patchset_files"])
+    # `sha256sum *.patch | cut -c-64 | sha256sum`, as the schema defines it
+    listing = "".join(d + "\n" for d in series.values())
+    assert checkout["patchset_hash"] == hashlib.sha256(listing.encode()).hexdigest()
+    assert checkout["valid"] is True
+    assert checkout["comment"] == "linux-source-6.1 6.1.176-1"
+
+
+def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
+    tests = {t["id"]: t for t in kcidb.report(trixie)["tests"]}
+    unexpected = "taintport:trixie-6.12:backported"
+    assert tests[unexpected]["status"] == "FAIL"
+    failing = sorted(t["path"] for i, t in tests.items()
+                     if i.startswith(unexpected + ":") and t["status"] == "FAIL")
+    assert failing == ["taintport.unsigned.event_fires", "taintport.unsigned.events_present",
+                       "taintport.unsigned.log_bad_taint"]
+    broke = "taintport:trixie-6.12:reverted"
+    assert tests[broke]["status"] == "ERROR"
+    assert "kernel panic" in tests[broke]["log_excerpt"]
+    statuses = [t["status"] for i, t in tests.items() if i.startswith(broke + ":")]
+    assert statuses.count("ERROR") == 32 and statuses.count("MISS") == 16
+    assert tests["taintport:trixie-6.12:upstream"]["status"] == "PASS"
+    fires = tests[unexpected + ":unsigned_event_fires"]
+    assert fires["misc"] == {"expected": "ok", "observed": "not ok", "accelerator": "tcg"}
+    assert "no utt_fire line" in fires["log_excerpt"]
+
+
+def test_kcidb_log_checks_carry_the_kernel_log_block():
+    doc = render.load(TRIXIE)
+    bad_taint = next(t for t in kcidb.report(doc)["tests"]
+                     if t["id"] == "taintport:trixie-6.12:backported:unsigned_log_bad_taint")
+    assert "module has bad taint" in bad_taint["log_excerpt"]
+
+
+def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
+    failed = copy.deepcopy(cell(bookworm, "upstream"))
+    failed.update(status="error", errors=["build: make failed (exit 2)\nerror: foo.c:1"],
+                  checks=[], kernel_release=None, accelerator=None, qemu_exit_code=None,
+                  timings={"fetch": 1.0, "apply": 0.1, "build": 20.0})
+    unfetched = copy.deepcopy(failed)
+    unfetched.update(variant="reverted", inputs={}, timings={}, errors=["fetch: 404"])
+    doc = kcidb.report({"cells": [failed, unfetched], "tools": {"gcc": "gcc 12"}})
+    build, never = doc["builds"]
+    assert build["valid"] is False and build["duration"] == 20.0
+    assert "valid" not in never, "a build that never started is unknown, not invalid"
+    assert doc["checkouts"][0]["valid"] is False
+    assert [t["status"] for t in doc["tests"]] == ["ERROR", "ERROR"]
+    assert "log_url" not in doc["tests"][0], "no boot, no console log"
+    assert nulls(doc) == []
+
+
+def test_kcidb_skip_directive(bookworm):
+    skipped = copy.deepcopy(cell(bookworm, "upstream"))
+    skipped["checks"][0]["directive"] = "SKIP"
+    assert kcidb.check_status(skipped, skipped["checks"][0]) is kcidb.Status.SKIP
+    suite = ET.fromstring(junit.render({"cells": [skipped]})).find("testsuite")
+    assert suite.get("skipped") == "1"
+    assert suite.find("testcase[@name='signed_loads']/skipped") is not None
+
+
+# junit.xml
+
+def test_junit_one_suite_per_cell_one_case_per_check(trixie):
+    root = ET.fromstring(junit.render(trixie))
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert list(suites) == ["trixie-6.12.upstream", "trixie-6.12.reverted",
+                            "trixie-6.12.backported"]
+    for name, suite in suites.items():
+        cases = suite.findall("testcase")
+        assert len(cases) == 49 and int(suite.get("tests")) == 49
+        assert {c.get("classname") for c in cases} == {name}
+        assert float(suite.get("time")) > 0
+    upstream = suites["trixie-6.12.upstream"]
+    assert (upstream.get("failures"), upstream.get("errors")) == ("0", "0")
+    props = {p.get("name"): p.get("value") for p in upstream.iter("property")}
+    assert props["timing.boot"] == "4.12" and props["kernel_release"] == "6.12.117"
+
+    unexpected = suites["trixie-6.12.backported"]
+    assert unexpected.get("failures") == "4"  # three checks and the verdict
+    failure = unexpected.find("testcase[@name='unsigned_events_present']/failure")
+    assert failure.get("message") == "expected ok, observed not ok"
+    assert "does not exist" in failure.text
+
+    broke = suites["trixie-6.12.reverted"]
+    assert broke.get("errors") == "49" and broke.get("failures") == "0"
+    error = broke.find("testcase[@name='signed_loads']/error")
+    assert error.get("type") == "ERROR" and "kernel panic" in error.get("message")
+    missing = broke.find("testcase[@name='forced_unloads']/error")
+    assert missing.get("type") == "MISS" and "not reported" in missing.get("message")
+    assert root.get("tests") == "147" and root.get("failures") == "4"
+
+
+def test_junit_survives_control_characters_in_console_text(trixie):
+    doc = copy.deepcopy(trixie)
+    cell(doc, "reverted")["errors"][0] += "\x1b[31m\x00 colour"
+    ET.fromstring(junit.render(doc))
+
+
+# summary.md
+
+def test_summary_counts_like_lkft(bookworm, trixie):
+    reverted = cell(bookworm, "reverted")
+    assert summary.counts([reverted]) == summary.Counts(total=48, passed=26, failed=0,
+                                                        errors=0, xfail=22)
+    assert summary.counts(trixie["cells"]) == summary.Counts(
+        total=144, passed=60, failed=3, errors=48, xfail=33)
+
+
+def test_summary_puts_unexpected_and_error_first(trixie):
+    text = summary.render(trixie)
+    assert text.index("## Build summary") < text.index("## Unexpected and error cells") \
+        < text.index("## Cells") < text.index("## Summary")
+    attention = text[text.index("## Unexpected"):text.index("## Cells")]
+    assert attention.index("backported: UNEXPECTED") < attention.index("reverted: ERROR")
+    assert "unsigned_events_present: expected ok, observed not ok" in attention
+    assert "Kernel panic - not syncing" in attention
+    assert "* total: 144, pass: 60, fail: 3, error: 48, xfail: 33" in text
+    assert "trixie-6.12  6.12.117-1  3/3 variants" in text
+    assert "exit 2 (the run itself broke)" in text.splitlines()[0]
+
+
+def test_summary_of_a_clean_run(bookworm):
+    text = summary.render(bookworm)
+    assert "## Unexpected and error cells\n\nnone\n" in text
+    assert "3 cells: 3 as-expected, 0 unexpected, 0 error; exit 0" in text
+
+
+# index.html
+
+class Page(HTMLParser):
+    """The parts of the page the tests look at: grid cells, scripts, resources."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.grid, self.scripts, self.resources, self.texts = [], 0, [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "td" and "data-status" in attrs:
+            self.grid.append((attrs["data-version"], attrs["data-variant"],
+                              attrs["data-status"]))
+        if tag == "script":
+            self.scripts += 1
+        if tag in ("link", "img", "iframe") or (tag == "script" and "src" in attrs):
+            self.resources.append(tag)
+        self.resources += [v for k, v in attrs.items()
+                           if k in ("src", "href") and v and re.match(r"[a-z]+:", v)]
+
+    def handle_data(self, data):
+        self.texts.append(data)
+
+
+@pytest.fixture
+def merged(tmp_path):
+    """The two fixture runs merged into one results folder, reports rendered."""
+    dirs = [BOOKWORM, TRIXIE]
+    out = tmp_path / "merged"
+    doc = compare.merge(dirs)
+    compare.copy_logs(dirs, out)
+    (out / "matrix.json").write_text(json.dumps(doc))
+    patches = {"trixie-6.12": {"backported/0002-tracing-accept-TAINT_UNSIGNED_MODULE.patch":
+                               "--- a/kernel/tracepoint.c\n+++ b/kernel/tracepoint.c\n"
+                               "@@ -1 +1 @@\n-\treturn mod->taints & ~(1 << TAINT_OOT_MODULE);\n"
+                               f"+\treturn 0; /* {MARKUP} */\n"}}
+    render.render_all(out, doc, patches)
+    return out
+
+
+def test_html_is_one_self_contained_escaped_file(merged):
+    text = (merged / "index.html").read_text()
+    page = Page(text)
+    assert page.grid == [("bookworm-6.1", "upstream", "as-expected"),
+                         ("bookworm-6.1", "reverted", "as-expected"),
+                         ("bookworm-6.1", "backported", "as-expected"),
+                         ("trixie-6.12", "upstream", "as-expected"),
+                         ("trixie-6.12", "reverted", "error"),
+                         ("trixie-6.12", "backported", "unexpected")]
+    assert page.scripts == 1, "only the page's own inline script"
+    assert page.resources == [], "no external resource, no network"
+    assert MARKUP not in text
+    assert html_escaped(MARKUP) in text
+    joined = "".join(page.texts)
+    assert "utt: unknown parameter '" + MARKUP in joined, "the markup shows as text"
+    assert "Kernel panic - not syncing: Fatal exception" in joined
+    assert "return 0; /* " + MARKUP in joined, "patch text shown, escaped"
+
+
+def html_escaped(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def test_html_cells_that_need_a_human_come_first_and_open(merged):
+    text = (merged / "index.html").read_text()
+    order = [m.group(1) for m in re.finditer(r'<details class="cell [^"]*" id="([^"]+)"', text)]
+    assert order[:2] == ["cell-trixie-6.12-backported", "cell-trixie-6.12-reverted"]
+    assert re.search(r'id="cell-trixie-6.12-reverted" open>', text)
+    assert re.search(r'id="cell-bookworm-6.1-upstream">', text), "clean cells stay closed"
+
+
+def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
+    quilt = tmp_path / "quilt" / "bookworm-6.1" / "reverted"
+    quilt.mkdir(parents=True)
+    name = next(iter(cell(bookworm, "reverted")["inputs"]["series"]))
+    real = Path(__file__).parents[2] / "quilt" / "bookworm-6.1" / name
+    (tmp_path / "quilt" / "bookworm-6.1" / name).write_bytes(real.read_bytes())
+    assert render.read_patches(bookworm, tmp_path / "quilt") == {
+        "bookworm-6.1": {name: real.read_text()}}
+    (tmp_path / "quilt" / "bookworm-6.1" / name).write_text("changed since the run\n")
+    assert render.read_patches(bookworm, tmp_path / "quilt") == {}
+    page = htmlpage.render(bookworm, BOOKWORM, {})
+    assert "is not available with the sha256 the run used" in page
+
+
+def test_render_all_writes_next_to_matrix_json(tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(TRIXIE, out)
+    written = render.render_all(out, render.load(out))
+    assert sorted(p.name for p in written) == ["index.html", "junit.xml", "summary.md"]
+    assert all(p.parent == out and p.stat().st_size > 0 for p in written)
+    assert not list(out.glob(".*")), "no temporary files left behind"
+
+
+def test_load_rejects_what_is_not_a_matrix(tmp_path):
+    with pytest.raises(InputError, match="cannot read the matrix"):
+        render.load(tmp_path)
+    (tmp_path / "matrix.json").write_text('{"schema": "x"}')
+    with pytest.raises(InputError, match="no cells"):
+        render.load(tmp_path)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(),
+                    reason="/usr/bin/chromium absent (apt-get install chromium)")
+def test_html_in_headless_chromium(merged, tmp_path):
+    url = (merged / "index.html").as_uri()
+    common = [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+              "--no-first-run", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync",
+              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900"]
+    dom = subprocess.run(common + ["--dump-dom", url], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    page = Page(dom)
+    assert ("trixie-6.12", "reverted", "error") in page.grid
+    assert ("trixie-6.12", "backported", "unexpected") in page.grid
+    assert sum(1 for g in page.grid if g[2] == "as-expected") == 4
+    assert page.scripts == 1, "console text did not become a <script> element"
+    assert "utt: unknown parameter '" + MARKUP in "".join(page.texts)
+
+    shot = tmp_path / "shot.png"
+    subprocess.run(common + [f"--screenshot={shot}", url], capture_output=True,
+                   timeout=60, check=True)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1280, 900)
+    assert len(data) > 20000, "a blank page compresses to almost nothing"
+
+
+# report compare / merge
+
+def with_statuses(doc, statuses):
+    doc = copy.deepcopy(doc)
+    for c in doc["cells"]:
+        c["status"] = statuses[c["variant"]]
+    return doc
+
+
+def test_compare_lists_regressions_then_fixes_then_the_rest(bookworm):
+    old = with_statuses(bookworm, {"upstream": "as-expected", "reverted": "unexpected",
+                                   "backported": "error"})
+    new = with_statuses(bookworm, {"upstream": "error", "reverted": "as-expected",
+                                   "backported": "unexpected"})
+    extra = copy.deepcopy(new["cells"][0])
+    extra["version"] = "trixie-6.12"
+    new["cells"].append(extra)
+    changes = compare.compare(old, new)
+    assert [(c.kind, c.version, c.variant, c.old, c.new) for c in changes] == [
+        ("regression", "bookworm-6.1", "upstream", "as-expected", "error"),
+        ("fix", "bookworm-6.1", "reverted", "unexpected", "as-expected"),
+        ("change", "bookworm-6.1", "backported", "error", "unexpected"),
+        ("change", "trixie-6.12", "upstream", None, "error"),
+    ]
+    assert str(changes[0]).split() == ["regression", "bookworm-6.1", "upstream",
+                                       "as-expected", "->", "error"]
+    assert compare.compare(bookworm, bookworm) == []
+
+
+def test_merge_runs_from_separate_jobs(bookworm, trixie):
+    doc = compare.merge([BOOKWORM, TRIXIE])
+    assert [(c["version"], c["variant"]) for c in doc["cells"]] == \
+        [(c["version"], c["variant"]) for c in bookworm["cells"] + trixie["cells"]]
+    assert doc["exit_code"] == 2
+    assert compare.merge([BOOKWORM])["exit_code"] == 0
+    assert [r["dir"] for r in doc["runs"]] == [str(BOOKWORM), str(TRIXIE)]
+    assert doc["runs"][1]["tools"] == trixie["tools"]
+    assert doc["runs"][1]["accelerator"] == trixie["accelerator"]
+    assert doc["runs"][1]["cells"] == ["trixie-6.12/upstream", "trixie-6.12/reverted",
+                                       "trixie-6.12/backported"]
+    assert doc["started"] == min(bookworm["started"], trixie["started"])
+    assert kcidb.run_of(doc, doc["cells"][4]) is doc["runs"][1]
+
+
+def test_merge_rejects_a_cell_twice_naming_both_folders(tmp_path):
+    again = tmp_path / "bookworm-again"
+    shutil.copytree(BOOKWORM, again)
+    with pytest.raises(InputError) as err:
+        compare.merge([BOOKWORM, again])
+    assert str(BOOKWORM) in str(err.value) and str(again) in str(err.value)
+    assert "bookworm-6.1 upstream" in str(err.value)
+
+
+def test_merge_of_merged_keeps_the_sources(tmp_path, merged):
+    doc = compare.merge([merged])
+    assert [r["dir"] for r in doc["runs"]] == [str(BOOKWORM), str(TRIXIE)]
+
+
+def test_merged_folder_holds_every_log_its_cells_name(merged):
+    doc = render.load(merged)
+    for c in doc["cells"]:
+        for path in c["logs"].values():
+            assert (merged / path).is_file(), path
+    assert "trixie-6.12" in (merged / "summary.md").read_text()
+
+
+def test_a_reused_cell_says_so(bookworm):
+    doc = copy.deepcopy(bookworm)
+    cell(doc, "backported")["reused"] = True
+    build = kcidb.report(doc)["builds"][2]
+    assert build["misc"]["reused"] is True
+    assert "backported 8.9s (reused)" in summary.render(doc)
+    assert "inputs unchanged since a stored run" in htmlpage.render(doc, BOOKWORM)
