@@ -113,9 +113,25 @@ def test_unknown_shape_errors_and_leaves_tree_unchanged(small_reverted_tree, tmp
     assert snapshot(tree) == before
 
 
-def test_taken_letter_names_its_owner(small_reverted_tree, tmp_path):
+def test_letter_that_conflicts_is_refused_naming_why(small_reverted_tree, tmp_path):
+    """6.1 already shows unsigned modules as 'E' and 'X' is TAINT_AUX: X is refused."""
     tree = small_reverted_tree / "reverted"
     proc = taintport("apply", "--tree", str(tree), "--letter", "X",
                      "--export", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert "TAINT_AUX" in proc.stderr
+    assert "layer piece letter: kernel/panic.c" in proc.stderr and "'X'" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_patch_passes_the_trees_own_checkpatch(name):
+    """Debian patches carry no Signed-off-by, hence --no-signoff; nothing else is waived."""
+    version = versions.select([name])[0]
+    cache = Cache()
+    with cache.locked(name):
+        tree = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{name}.log").tree
+        for patch in series.load(name).patches:
+            proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--no-tree", "--no-signoff",
+                                   str(REPO / "quilt" / name / patch)],
+                                  cwd=tree, capture_output=True, text=True)
+            assert "total: 0 errors, 0 warnings" in proc.stdout, proc.stdout

@@ -1,6 +1,7 @@
 """Command line: the matrix, and one verb per stage for debugging a single step."""
 import argparse
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -67,6 +68,9 @@ def parser():
                    help="build and boot again even when a cell's inputs are unchanged")
     p.add_argument("--resume", type=Path, metavar="DIR",
                    help="finish an interrupted run in DIR: only the cells it lacks")
+    p.add_argument("--fault", choices=("hang", "panic", "truncate"),
+                   help="make the guest agent break on purpose, to test that the harness "
+                        "reports an error (never a pass or a fail)")
 
     p = sub.add_parser("fetch", help="download, verify and extract kernel sources")
     add_common(p)
@@ -140,8 +144,14 @@ def cmd_matrix(args, cache):
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
-                           reuse=not args.rerun, resume=bool(args.resume))
-    code = runner.run(chosen, variants)
+                           reuse=not args.rerun, resume=bool(args.resume),
+                           fault=args.fault)
+    try:
+        code = runner.run(chosen, variants)
+    except KeyboardInterrupt:
+        print(f"taintport: interrupted; finished cells are kept in {out}; finish with "
+              f"'tools/taintport matrix --resume {out}'", file=sys.stderr)
+        return 2
     print()
     report.table(runner.ordered_cells())
     if runner.ordered_cells():
@@ -344,8 +354,15 @@ VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
          "report": cmd_report, "ci": cmd_ci}
 
 
+def on_sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    # SIGTERM (a CI job cancelled, kill) ends the run like Ctrl-C: children
+    # killed, finished cells kept.
+    signal.signal(signal.SIGTERM, on_sigterm)
     cache = Cache(getattr(args, "cache", None))
     try:
         return VERBS[args.verb](args, cache)

@@ -23,8 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import REPO, boot, build, fetch, initramfs, kconfig, ktap, report, series, verdict
-from .errors import InputError, TaintportError
-from .process import STOPPING
+from .errors import TaintportError
+from .process import STOPPING, stop_all
 from .progress import Progress
 
 DEFAULT_TIMEOUT = 180
@@ -77,15 +77,16 @@ def cell_key(cell_inputs, tools, timeout):
 
 class Runner:
     def __init__(self, cache, out, *, quilt_dir=series.QUILT_DIR, jobs=None, parallel=1,
-                 timeout=DEFAULT_TIMEOUT, reuse=True, resume=False):
+                 timeout=DEFAULT_TIMEOUT, reuse=True, resume=False, fault=None):
         self.cache = cache
         self.out = Path(out)
         self.quilt_dir = Path(quilt_dir)
         self.jobs = jobs or build.default_jobs()
         self.parallel = max(1, parallel)
         self.timeout = timeout
-        self.reuse = reuse
+        self.reuse = reuse and not fault
         self.resume = resume
+        self.fault = fault  # taintport.fault for the agent: only to test the harness
         self.expectations = verdict.load()
         self.tools = tool_versions()
         self.accel = None  # boot.Accel, decided by the first probe
@@ -124,8 +125,16 @@ class Runner:
         try:
             with ThreadPoolExecutor(max_workers=self.parallel) as pool:
                 futures = [pool.submit(self.run_version, v, ordered) for v in versions]
-                for future in futures:
-                    future.result()
+                try:
+                    for future in futures:
+                        future.result()
+                except BaseException:
+                    # Ctrl-C or SIGTERM: end every child now so the workers return
+                    # (and the pool can shut down); their cells are not written.
+                    stop_all()
+                    for future in futures:
+                        future.cancel()
+                    raise
         finally:
             self.progress.close()
         return report.exit_code(self.ordered_cells())
@@ -151,7 +160,7 @@ class Runner:
 
     def store(self, key, cell):
         """Keep a sound result (not an error) for reruns with the same inputs."""
-        if cell["status"] == "error":
+        if cell["status"] == "error" or self.fault:
             return
         src = self.out / cell["version"] / cell["variant"]
         folder = self.cache.root / "cells" / key
@@ -258,11 +267,14 @@ class Runner:
         build_log.unlink(missing_ok=True)
         touched = self.timed(cell, "apply", series.switch, tree, quilt_series, variant,
                              build_log)
+        # A host-side check of the backported tree, judged with the guest's checks:
+        # a layer that misses something must still be booted and shown failing.
+        identical = None
         if variant == "backported":
             differ = series.differs_from_upstream(tree, touched)
-            if differ:
-                raise InputError("reverted + layer is not byte-identical to upstream in: "
-                                 + ", ".join(differ))
+            identical = verdict.Check(
+                name="layer_byte_identical_to_upstream", expected=True, observed=not differ,
+                diagnostics=tuple(f"host: {p} differs from upstream" for p in differ))
         artifacts = self.timed(cell, "build", build.build_variant, tree,
                                self.cache.build(version), version.name,
                                self.cache.artifacts(version, variant), build_log,
@@ -275,6 +287,8 @@ class Runner:
         accel = self.probe_once(cell, artifacts.bzimage, artifacts.directory)
         cell["accelerator"] = accel.name
         append = f"console=ttyS0 panic=-1 taintport.token={token}"
+        if self.fault:
+            append += f" taintport.fault={self.fault}"
         booted = self.timed(cell, "boot", boot.boot, artifacts.bzimage, image,
                             cdir / "console.log", append, accel.name, self.timeout)
         cell["qemu_exit_code"] = booted.exit_code
@@ -284,6 +298,8 @@ class Runner:
         if booted.timed_out:
             parsed.errors.insert(0, f"guest killed at the {self.timeout}s timeout")
         judgement = verdict.judge(parsed, verdict.for_variant(self.expectations, variant))
+        if identical is not None:
+            judgement = verdict.with_check(judgement, identical)
         cell["status"] = judgement.status.value
         cell["errors"] += judgement.errors
         cell["checks"] = [c.as_dict() for c in judgement.checks]

@@ -43,7 +43,9 @@ def check_variant(variant):
         raise InputError(f"unknown variant '{variant}'; valid: {', '.join(VARIANTS)}")
 
 
-def load(version_name, quilt_dir=QUILT_DIR):
+def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
+    """The series of a version; patches named in may_be_missing are left out
+    when absent (regen is about to write them)."""
     directory = Path(quilt_dir) / version_name
     series_file = directory / "series"
     if not series_file.is_file():
@@ -60,6 +62,8 @@ def load(version_name, quilt_dir=QUILT_DIR):
             raise InputError(f"{where}: '{name}' is not in a group folder "
                              "(reverted/ or backported/)")
         if not (directory / name).is_file():
+            if name in may_be_missing:
+                continue
             raise InputError(f"{where}: patch file {directory / name} does not exist")
         if len(line.split()) > 1:
             raise InputError(f"{where}: per-patch options are not allowed (we always "

@@ -100,3 +100,11 @@ def judge(parsed, expected):
         return Judgement(Status.ERROR, checks, errors)
     status = Status.AS_EXPECTED if all(c.matches for c in checks) else Status.UNEXPECTED
     return Judgement(status, checks, [])
+
+
+def with_check(judgement, check):
+    """Add a host-side check; a mismatch makes a sound cell unexpected."""
+    status = judgement.status
+    if status is Status.AS_EXPECTED and not check.matches:
+        status = Status.UNEXPECTED
+    return Judgement(status, [check, *judgement.checks], judgement.errors)

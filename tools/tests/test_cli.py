@@ -1,0 +1,53 @@
+"""Bad names on the command line: an error that lists the valid ones, exit 2."""
+import subprocess
+import sys
+from pathlib import Path
+
+from taintport import boot
+
+REPO = Path(__file__).resolve().parents[2]
+TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
+
+
+def taintport(*args):
+    return subprocess.run([*TAINTPORT, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_unknown_version():
+    proc = taintport("matrix", "--versions", "wheezy-3.2")
+    assert proc.returncode == 2
+    assert "unknown version(s) wheezy-3.2; valid: bullseye-5.10, bookworm-6.1" in proc.stderr
+
+
+def test_unknown_variant():
+    proc = taintport("matrix", "--versions", "bookworm-6.1", "--variants", "fixed")
+    assert proc.returncode == 2
+    assert "unknown variant 'fixed'; valid: upstream, reverted, backported" in proc.stderr
+
+
+def test_bad_letter(tmp_path):
+    proc = taintport("inspect", "--tree", str(tmp_path), "--letter", "ee")
+    assert proc.returncode == 2
+    assert "letter" in proc.stderr
+
+
+def test_not_a_kernel_tree(tmp_path):
+    proc = taintport("apply", "--tree", str(tmp_path))
+    assert proc.returncode == 2
+    assert str(tmp_path) in proc.stderr
+
+
+def test_help_speaks_the_field():
+    proc = taintport("--help")
+    assert proc.returncode == 0
+    for word in ("TAINT_UNSIGNED_MODULE", "upstream", "reverted", "backported", "Exit codes"):
+        assert word in proc.stdout
+
+
+def test_kvm_that_fails_falls_back_to_tcg(tmp_path):
+    """A kernel image KVM cannot boot: the probe must pick TCG and say why."""
+    bogus = tmp_path / "bzImage"
+    bogus.write_bytes(b"\0" * 4096)
+    accel = boot.probe(bogus, tmp_path)
+    assert accel.name == "tcg"
+    assert accel.reason

@@ -1,0 +1,166 @@
+"""Faults provoked for real: each must end as a named error, never a pass or a fail.
+
+Uses bookworm 6.1 (built by test_e2e; rebuilt incrementally here if needed).
+docs/faults.md maps each fault to its test.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from taintport import versions
+from taintport.cache import Cache
+
+REPO = Path(__file__).resolve().parents[2]
+TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
+VERSION = "bookworm-6.1"
+
+pytestmark = pytest.mark.e2e
+
+
+def taintport(*args, timeout=1800):
+    proc = subprocess.run([*TAINTPORT, *args], capture_output=True, text=True,
+                          timeout=timeout)
+    print(proc.stdout, proc.stderr)
+    return proc
+
+
+def qemu_running():
+    return subprocess.run(["pgrep", "-f", "qemu-system-x86_64.*taintport"],
+                          capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def built():
+    proc = taintport("build", "--version", VERSION, "--variant", "upstream")
+    assert proc.returncode == 0
+
+
+def boot_with(fault, timeout):
+    return taintport("boot", "--version", VERSION, "--variant", "upstream", "--accel", "tcg",
+                     "--append", f"taintport.fault={fault}", "--timeout", str(timeout))
+
+
+def test_hanging_guest_is_killed_at_the_timeout(built):
+    start = time.monotonic()
+    proc = boot_with("hang", 25)
+    assert proc.returncode == 2
+    assert "guest killed at the 25s timeout" in proc.stdout
+    assert time.monotonic() - start < 120
+    assert not qemu_running()
+
+
+def test_panicking_guest_is_an_error_with_the_panic_lines(built):
+    proc = boot_with("panic", 120)
+    assert proc.returncode == 2
+    assert "kernel panic" in proc.stdout
+    assert "error" in proc.stdout
+
+
+def test_truncated_ktap_is_an_error(built):
+    proc = boot_with("truncate", 120)
+    assert proc.returncode == 2
+    assert "planned results missing" in proc.stdout
+
+
+def test_fault_in_matrix_is_error_not_stored(tmp_path, built):
+    proc = taintport("matrix", "--versions", VERSION, "--variants", "upstream",
+                     "--fault", "truncate", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    cell = json.loads((tmp_path / "matrix.json").read_text())["cells"][0]
+    assert cell["status"] == "error"
+    assert not cell.get("reused")
+
+
+def test_build_failure_is_a_cell_error_and_other_cells_go_on(tmp_path):
+    quilt = tmp_path / "quilt"
+    shutil.copytree(REPO / "quilt", quilt)
+    broken = quilt / VERSION / "reverted" / "0002-break-the-build.patch"
+    broken.write_text(
+        "Subject: fault test: a kernel that does not compile\n---\n"
+        "--- a/kernel/tracepoint.c\n+++ b/kernel/tracepoint.c\n"
+        "@@ -1,3 +1,4 @@\n"
+        + "".join(" " + line + "\n" for line in
+                  (Path(Cache().tree(versions.select([VERSION])[0]))
+                   / "kernel" / "tracepoint.c").read_text().splitlines()[:1])
+        + "+#error taintport fault test: this kernel must not build\n"
+        + "".join(" " + line + "\n" for line in
+                  (Path(Cache().tree(versions.select([VERSION])[0]))
+                   / "kernel" / "tracepoint.c").read_text().splitlines()[1:3]))
+    series = quilt / VERSION / "series"
+    series.write_text(series.read_text().replace(
+        "forced-again.patch\n", "forced-again.patch\nreverted/0002-break-the-build.patch\n"))
+    proc = taintport("matrix", "--versions", VERSION, "--variants", "upstream", "reverted",
+                     "--quilt-dir", str(quilt), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    cells = {c["variant"]: c for c in
+             json.loads((tmp_path / "out" / "matrix.json").read_text())["cells"]}
+    assert cells["upstream"]["status"] == "as-expected"
+    assert cells["reverted"]["status"] == "error"
+    assert "taintport fault test" in cells["reverted"]["errors"][0]
+    # the tree went back to a variant that builds for the next run
+    ok = taintport("build", "--version", VERSION, "--variant", "upstream")
+    assert ok.returncode == 0
+
+
+def test_sigterm_keeps_finished_cells_and_resume_completes(tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*TAINTPORT, "matrix", "--rerun", "--versions", VERSION,
+                             "--out", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = out / VERSION / "upstream" / "cell.json"
+    deadline = time.monotonic() + 900
+    while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert first.exists()
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    print(stdout, stderr)
+    assert proc.returncode == 2
+    assert "--resume" in stderr
+    time.sleep(1)
+    assert not qemu_running()
+    assert subprocess.run(["pgrep", "-f", f"O={Cache().build(versions.select([VERSION])[0])}"],
+                          capture_output=True).returncode != 0, "make left running"
+    kept = json.loads((out / "matrix.json").read_text())["cells"]
+    assert [c["variant"] for c in kept][0] == "upstream"
+    resumed = taintport("matrix", "--rerun", "--versions", VERSION, "--resume", str(out))
+    assert resumed.returncode == 0
+    cells = json.loads((out / "matrix.json").read_text())["cells"]
+    assert [c["variant"] for c in cells] == ["upstream", "reverted", "backported"]
+    assert cells[0].get("resumed")
+
+
+def test_second_run_on_the_same_version_waits_and_says_so(tmp_path):
+    cache = Cache()
+    with cache.locked(VERSION):
+        proc = subprocess.Popen([*TAINTPORT, "fetch", "--versions", VERSION],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        assert proc.poll() is None, "the second run did not wait"
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    assert "waiting for pid" in stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_disk_full_cache_is_a_clear_error_and_results_survive(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(small)], check=True)
+    try:
+        out = tmp_path / "out"
+        proc = taintport("matrix", "--versions", VERSION, "--variants", "upstream",
+                         "--cache", str(small), "--out", str(out))
+        assert proc.returncode == 2
+        cell = json.loads((out / "matrix.json").read_text())["cells"][0]
+        assert cell["status"] == "error"
+        assert "No space left on device" in cell["errors"][0] or "space" in cell["errors"][0]
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
