@@ -8,7 +8,7 @@ TAINTPORT := $(PYTHON) tools/taintport
 PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
-.PHONY: deps matrix check unit agent-check e2e report ci ci-check
+.PHONY: deps matrix check unit agent-check e2e report ci ci-check bench regen point-releases
 
 deps:
 	@sh tools/install-deps
@@ -39,3 +39,15 @@ ci:
 
 ci-check:
 	$(TAINTPORT) ci --check
+
+# One measured run (about 40 minutes on 2 cores): writes docs/benchmarks.md.
+bench: deps
+	$(TAINTPORT) bench
+
+# Rewrite quilt/<version>/backported/ from semantic-patches/.
+regen: deps
+	$(TAINTPORT) regen
+
+# The layer (no build) on every linux-source version the suites offer now.
+point-releases: deps
+	$(TAINTPORT) check --all-point-releases

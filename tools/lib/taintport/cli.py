@@ -3,10 +3,11 @@ import argparse
 import secrets
 import signal
 import sys
+import time
 from pathlib import Path
 
-from . import (boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix, regen,
-               render, report, series, verdict, versions)
+from . import (bench, boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix,
+               pointreleases, regen, render, report, series, verdict, versions)
 from .cache import Cache
 from .errors import InputError, TaintportError
 
@@ -86,6 +87,20 @@ def parser():
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
     p.add_argument("--check", action="store_true",
                    help="change nothing; exit 1 when a committed patch is stale")
+
+    p = sub.add_parser("check", help="run the layer (no build) on every linux-source the "
+                                     "suites of versions/ offer now")
+    add_common(p)
+    p.add_argument("--all-point-releases", action="store_true", required=True,
+                   help="every linux-source-X.Y version in each suite, one line each")
+
+    p = sub.add_parser("bench", help="measure one cold matrix, reruns and the naive way; "
+                                     "write docs/benchmarks.md")
+    add_common(p)
+    p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
+    p.add_argument("--out", type=Path, help="results of the bench runs (default "
+                                            "results/bench-<timestamp>/)")
+    p.add_argument("--parallel", type=int, default=2)
 
     p = sub.add_parser("inspect", help="for each piece of the fix: shape, file:line, state")
     p.add_argument("--tree", type=Path, required=True, help="any kernel source tree")
@@ -209,6 +224,30 @@ def cell_setup(args, cache):
     version = versions.select([args.version])[0]
     got = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{version.name}.log")
     return version, got.tree, series.load(version.name, args.quilt_dir)
+
+
+def cmd_check(args, cache):
+    templates, seen = [], set()
+    for version in versions.select([]):
+        if version.suite not in seen:
+            seen.add(version.suite)
+            templates.append(version)
+    log = cache.root / "logs" / "check-point-releases.log"
+    bad = 0
+    for o in pointreleases.check_all(cache, templates, log):
+        print(f"{o.suite:13} {o.package:18} {o.version:18} {o.verdict} ({o.seconds:.1f}s)",
+              flush=True)
+        bad += o.verdict != "already upstream"
+    return 1 if bad else 0
+
+
+def cmd_bench(args, cache):
+    chosen = versions.select(names(args.versions))
+    out = args.out or matrix.REPO / "results" / time.strftime("bench-%Y%m%dT%H%M%S")
+    text = bench.run(cache, chosen, out, args.parallel)
+    bench.write(text)
+    print(text)
+    return 0
 
 
 def cmd_inspect(args, cache):
@@ -349,7 +388,7 @@ def cmd_ci(args, cache):
 
 
 VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
-         "regen": cmd_regen, "apply": cmd_apply, "inspect": cmd_inspect,
+         "regen": cmd_regen, "check": cmd_check, "bench": cmd_bench, "apply": cmd_apply, "inspect": cmd_inspect,
          "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot),
          "report": cmd_report, "ci": cmd_ci}
 

@@ -1,0 +1,156 @@
+"""`make bench`: one measured run of the matrix on this machine, written to docs/benchmarks.md.
+
+Phases, all in a fresh cache of their own (the pinned .debs are linked in,
+so the network is not measured) and with ccache disabled, so that "cold"
+means cold:
+  1. the matrix, every version x variant, versions side by side (--parallel);
+  2. one standalone cold build per kernel, one after another: the yardstick
+     (sum of cold builds) and the unit of the naive way;
+  3. a rerun with nothing changed;
+  4. a rerun after touching one semantic patch.
+The naive way (three cold builds per kernel, then the same initramfs and
+boot work) is computed from phase 2 and the per-cell times of phase 1.
+"""
+import os
+import platform
+import shutil
+import time
+from pathlib import Path
+
+from . import REPO, build, fetch, layer, series
+from .cache import Cache, write_atomic
+from .matrix import Runner
+
+TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
+
+
+def fresh_cache(main):
+    bench = Cache(main.root / "bench")
+    if bench.root.exists():
+        shutil.rmtree(bench.root)
+    bench.debs().mkdir(parents=True)
+    if main.debs().exists():
+        for deb in main.debs().glob("*.deb"):
+            try:
+                os.link(deb, bench.debs() / deb.name)
+            except OSError:
+                shutil.copy2(deb, bench.debs() / deb.name)
+    return bench
+
+
+def timed(func, *args):
+    start = time.monotonic()
+    result = func(*args)
+    return result, time.monotonic() - start
+
+
+def layer_seconds(cache, version):
+    """spatch on the reverted tree, plus quilt pushing the layer's patches."""
+    tree = cache.tree(version)
+    quilt_series = series.load(version.name)
+    log = cache.root / "logs" / f"bench-layer-{version.name}.log"
+    series.switch(tree, quilt_series, "reverted", log)
+    _, spatch = timed(layer.generate, tree)
+    _, quilt = timed(series.switch, tree, quilt_series, "backported", log)
+    return spatch, quilt
+
+
+def solo_cold_build(cache, version):
+    tree = cache.tree(version)
+    series.switch(tree, series.load(version.name), "upstream",
+                  cache.root / "logs" / "bench-solo.log")
+    build_dir = cache.root / "solo" / version.name
+    _, seconds = timed(build.build_kernel, tree, build_dir, version.name,
+                       cache.root / "logs" / f"bench-solo-{version.name}.log",
+                       build.default_jobs(), cache.root)
+    shutil.rmtree(build_dir)
+    return seconds
+
+
+def run(main_cache, chosen, out, parallel=2):
+    os.environ["CCACHE_DISABLE"] = "1"
+    cache = fresh_cache(main_cache)
+    say = print
+    say("bench phase 1: the matrix, cold")
+    runner = Runner(cache, out / "cold", parallel=parallel)
+    code, wall = timed(runner.run, chosen, list(series.VARIANTS))
+    cells = runner.ordered_cells()
+    if code != 0:
+        raise SystemExit(f"bench: the cold matrix did not come out as expected (exit {code}); "
+                         f"see {out / 'cold'}")
+    say("bench phase 2: one standalone cold build per kernel")
+    solo = {}
+    layers = {}
+    for version in chosen:
+        with cache.locked(version.name):
+            fetch.fetch(cache, version, cache.root / "logs" / "bench-fetch.log")
+            solo[version.name] = solo_cold_build(cache, version)
+            layers[version.name] = layer_seconds(cache, version)
+    say("bench phase 3: rerun, nothing changed")
+    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen,
+                    list(series.VARIANTS))
+    say("bench phase 4: rerun after touching one semantic patch")
+    os.utime(TOUCHED)
+    _, touched = timed(Runner(cache, out / "touched", parallel=parallel).run, chosen,
+                       list(series.VARIANTS))
+    return render(chosen, cells, wall, solo, layers, warm, touched, parallel)
+
+
+def render(chosen, cells, wall, solo, layers, warm, touched, parallel):
+    by = {(c["version"], c["variant"]): c["timings"] for c in cells}
+    rows = []
+    naive = 0.0
+    for v in chosen:
+        t = {var: by[(v.name, var)] for var in series.VARIANTS}
+        boots = [t[var]["boot"] for var in series.VARIANTS]
+        dracut = [t[var]["initramfs"] for var in series.VARIANTS]
+        spatch, quilt = layers[v.name]
+        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t['upstream']['build']:.0f} | "
+                    f"{t['reverted']['build']:.1f} | {t['backported']['build']:.1f} | "
+                    f"{max(dracut):.1f} | {max(boots):.1f} | {spatch + quilt:.1f} "
+                    f"({spatch:.1f} + {quilt:.1f}) | {t['upstream']['fetch']:.0f} |")
+        naive += 3 * solo[v.name] + sum(boots) + sum(dracut) + t["upstream"]["fetch"]
+    cold_sum = sum(solo.values())
+    ratio = wall / cold_sum
+    worst_boot = max(c["timings"]["boot"] for c in cells)
+    worst_layer = max(s + q for s, q in layers.values())
+    text = f"""# Benchmarks
+
+Written by `make bench` ({time.strftime('%Y-%m-%d')}) from one run on this machine:
+{os.cpu_count()} cores, {platform.machine()}, QEMU accelerator
+`{cells[0]['accelerator']}`, ccache disabled so cold builds are cold, the
+pinned .debs already downloaded (the network is not measured). The matrix ran
+{len(cells)} cells with `--parallel {parallel}` (kernels side by side).
+
+## Per kernel (seconds)
+
+| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | dracut (max of 3) | boot + test (max of 3) | layer: spatch + quilt | fetch (extract) |
+|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+"cold build, in the matrix" shares the cores with the other kernel being
+worked on at the same time; "alone" is the yardstick below.
+
+## The run
+
+| measure | value | target |
+|---|---|---|
+| matrix wall time, cold | {wall:.0f} s | |
+| sum of one cold build per kernel (alone) | {cold_sum:.0f} s | |
+| ratio matrix wall / sum of cold builds | **{ratio:.2f}** | <= 1.15 |
+| rerun with nothing changed | **{warm:.1f} s** | <= 90 s |
+| rerun after touching `{TOUCHED.relative_to(REPO)}` | {touched:.1f} s | |
+| worst boot + test of a cell ({cells[0]['accelerator']}) | **{worst_boot:.1f} s** | <= 6 s |
+| worst layer time of a tree | **{worst_layer:.1f} s** | <= 5 s |
+| naive way: three cold builds per kernel + the same dracut, boots and fetch, one after another (computed) | {naive:.0f} s | |
+| speed-up over the naive way | **{naive / wall:.1f}x** | >= 2.5x |
+
+A rerun reuses each cell whose inputs (package checksum, the variant's
+series, fragments, semantic patches, test matrix, tool versions) hash to a
+stored result; touching a file without changing it changes none of them.
+"""
+    return text
+
+
+def write(text):
+    write_atomic(REPO / "docs" / "benchmarks.md", text)
