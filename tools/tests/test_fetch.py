@@ -5,6 +5,7 @@ the package the same shape as linux-source-*: a .deb holding
 usr/src/<package>.tar.xz with <package>/Makefile inside.
 """
 import hashlib
+import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -19,10 +20,14 @@ from taintport.versions import Version
 PKG = "linux-source-9.9"
 
 
-def make_deb(work, version, marker):
+def make_deb(work, version, marker, tree=None):
+    """A linux-source-shaped .deb; tree (a folder) becomes its source tree."""
     root = work / f"pkg-{version}-{marker}"
     src = root / "src" / PKG
-    src.mkdir(parents=True)
+    if tree:
+        shutil.copytree(tree, src)
+    else:
+        src.mkdir(parents=True)
     (src / "Makefile").write_text(f"# {marker}\n")
     tarball = root / "usr" / "src" / f"{PKG}.tar.xz"
     tarball.parent.mkdir(parents=True)

@@ -4,6 +4,7 @@ Needs the kernel sources (fetched into the cache on first use, about 15 s
 each); no kernel is built here.
 """
 import shutil
+from contextlib import contextmanager
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,16 @@ PIECE_FILES = ("include/linux/kernel.h", "include/linux/panic.h", "kernel/panic.
 pytestmark = pytest.mark.e2e
 
 
+@contextmanager
+def held_tree(name):
+    """The fetched source tree of a version, with the version's lock held."""
+    version = versions.select([name])[0]
+    cache = Cache()
+    with cache.locked(name):
+        yield cache, fetch.fetch(cache, version,
+                                 cache.root / "logs" / f"fetch-{name}.log").tree
+
+
 def taintport(*args):
     proc = subprocess.run([*TAINTPORT, *args], capture_output=True, text=True)
     print(proc.stdout, proc.stderr)
@@ -40,10 +51,7 @@ def test_committed_series_is_fresh_identical_and_idempotent(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_inspect_reports_every_piece_present(name):
-    version = versions.select([name])[0]
-    cache = Cache()
-    with cache.locked(name):
-        tree = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{name}.log").tree
+    with held_tree(name) as (cache, tree):
         series.switch(tree, series.load(name), "upstream", cache.root / "logs" / "t.log")
         proc = taintport("inspect", "--tree", str(tree))
     assert proc.returncode == 0
@@ -54,11 +62,8 @@ def test_inspect_reports_every_piece_present(name):
 def small_reverted_tree(tmp_path_factory):
     """bookworm 6.1's piece files, reverted, laid out as a tree of one's own."""
     name = "bookworm-6.1"
-    version = versions.select([name])[0]
-    cache = Cache()
     base = tmp_path_factory.mktemp("own")
-    with cache.locked(name):
-        tree = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{name}.log").tree
+    with held_tree(name) as (cache, tree):
         for variant in ("upstream", "reverted"):
             series.switch(tree, series.load(name), variant, cache.root / "logs" / "t.log")
             out = base / variant
@@ -126,10 +131,7 @@ def test_letter_that_conflicts_is_refused_naming_why(small_reverted_tree, tmp_pa
 @pytest.mark.parametrize("name", NAMES)
 def test_every_patch_passes_the_trees_own_checkpatch(name):
     """Debian patches carry no Signed-off-by, hence --no-signoff; nothing else is waived."""
-    version = versions.select([name])[0]
-    cache = Cache()
-    with cache.locked(name):
-        tree = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{name}.log").tree
+    with held_tree(name) as (cache, tree):
         for patch in series.load(name).patches:
             proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--no-tree", "--no-signoff",
                                    str(REPO / "quilt" / name / patch)],
