@@ -47,6 +47,12 @@ def test_three_variants_as_expected(tmp_path):
         assert (tmp_path / "run" / cell["logs"]["build"]).exists()
         assert cell["timings"]["boot"] > 0
     assert "as-expected" in proc.stdout
+    # Reproducible builds (pinned timestamp, user, host, build number): the
+    # backported sources are byte-identical to upstream, and so is the image
+    # rebuilt from them; the reverted image differs.
+    images = {v: c["inputs"]["bzimage_sha256"] for v, c in cells.items()}
+    assert images["backported"] == images["upstream"]
+    assert images["reverted"] != images["upstream"]
 
 
 def test_mutation_without_backport_patch_is_unexpected(tmp_path):
