@@ -311,10 +311,12 @@ def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
     quilt = tmp_path / "quilt" / "bookworm-6.1" / "reverted"
     quilt.mkdir(parents=True)
     name = next(iter(cell(bookworm, "reverted")["inputs"]["series"]))
-    real = Path(__file__).parents[2] / "quilt" / "bookworm-6.1" / name
-    (tmp_path / "quilt" / "bookworm-6.1" / name).write_bytes(real.read_bytes())
-    assert render.read_patches(bookworm, tmp_path / "quilt") == {
-        "bookworm-6.1": {name: real.read_text()}}
+    text = "Subject: the patch as the run applied it\n---\n"
+    for c in bookworm["cells"]:  # the run recorded this patch's checksum
+        if name in c["inputs"].get("series", {}):
+            c["inputs"]["series"][name] = hashlib.sha256(text.encode()).hexdigest()
+    (tmp_path / "quilt" / "bookworm-6.1" / name).write_text(text)
+    assert render.read_patches(bookworm, tmp_path / "quilt") == {"bookworm-6.1": {name: text}}
     (tmp_path / "quilt" / "bookworm-6.1" / name).write_text("changed since the run\n")
     assert render.read_patches(bookworm, tmp_path / "quilt") == {}
     page = htmlpage.render(bookworm, BOOKWORM, {})
