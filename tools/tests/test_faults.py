@@ -31,9 +31,14 @@ def taintport(*args, timeout=1800):
     return proc
 
 
-def qemu_running():
-    return subprocess.run(["pgrep", "-f", "qemu-system-x86_64.*taintport"],
+def qemu_running(where):
+    """Is a QEMU whose command line names where (its console log's folder) alive?"""
+    return subprocess.run(["pgrep", "-f", f"qemu-system-x86_64.*{where}"],
                           capture_output=True).returncode == 0
+
+
+def upstream_artifacts():
+    return Cache().artifacts(versions.select([VERSION])[0], "upstream")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +58,7 @@ def test_hanging_guest_is_killed_at_the_timeout(built):
     assert proc.returncode == 2
     assert "guest killed at the 25s timeout" in proc.stdout
     assert time.monotonic() - start < 120
-    assert not qemu_running()
+    assert not qemu_running(upstream_artifacts())
 
 
 def test_panicking_guest_is_an_error_with_the_panic_lines(built):
@@ -125,7 +130,7 @@ def test_sigterm_keeps_finished_cells_and_resume_completes(tmp_path):
     assert proc.returncode == 2
     assert "--resume" in stderr
     time.sleep(1)
-    assert not qemu_running()
+    assert not qemu_running(out)
     assert subprocess.run(["pgrep", "-f", f"O={Cache().build(versions.select([VERSION])[0])}"],
                           capture_output=True).returncode != 0, "make left running"
     kept = json.loads((out / "matrix.json").read_text())["cells"]
