@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, RunError
-from .process import require, run
+from .process import appending, require, run
 
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
@@ -93,7 +93,7 @@ class PrivateApt:
         cmd = ["apt-get", *self.options(), "-q", "update"]
         proc = run(cmd, stage="fetch", env={"LC_ALL": "C"}, check=False)
         output = proc.stdout + proc.stderr
-        with open(log, "a") as out:
+        with appending(log) as out:
             out.write(f"$ {' '.join(cmd)}\n{output}")
         # apt-get update exits 0 when an archive is unreachable (only a warning):
         # without an index for our suite nothing below could be trusted.
@@ -185,7 +185,7 @@ def extract(deb, version, tree, log):
         shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
     tmp = Path(tempfile.mkdtemp(dir=parent, prefix=".extract-"))
     try:
-        with open(log, "a") as out:
+        with appending(log) as out:
             out.write(f"$ dpkg-deb --fsys-tarfile {deb} | tar -xO ./{version.tarball} "
                       f"| tar -xJ -C {tmp}\n")
             deb_proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)],

@@ -39,6 +39,12 @@ def tail(path, lines=TAIL_LINES):
     return "\n".join(text.splitlines()[-lines:])
 
 
+def appending(log):
+    """Open a log for appending, making its folder first."""
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    return open(log, "a")
+
+
 def kill_group(proc):
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -80,8 +86,7 @@ def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True):
     shown = shlex.join(argv)
     out = None
     if log:
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
-        out = open(log, "a")
+        out = appending(log)
         out.write(f"$ {shown}\n")
         out.flush()
     try:

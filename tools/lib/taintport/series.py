@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import REPO
 from .errors import InputError, RunError
-from .process import require, run
+from .process import appending, require, run
 
 QUILT_DIR = REPO / "quilt"
 VARIANTS = ("upstream", "reverted", "backported")
@@ -93,7 +93,7 @@ def _quilt(tree, args, log, check=True):
     proc = run(["quilt", "--quiltrc=-", *args], stage="apply", cwd=tree, env=env,
                check=check)
     if log:
-        with open(log, "a") as out:
+        with appending(log) as out:
             out.write(f"$ quilt {' '.join(args)}\n{proc.stdout}{proc.stderr}")
     return proc
 
