@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import REPO, build, fetch, layer, series
+from . import REPO, build, fetch, layer, render, series
 from .cache import Cache, write_atomic
 from .matrix import Runner
 
@@ -75,6 +75,7 @@ def run(main_cache, chosen, out, parallel=2):
     runner = Runner(cache, out / "cold", parallel=parallel)
     code, wall = timed(runner.run, chosen, list(series.VARIANTS))
     cells = runner.ordered_cells()
+    render.render_all(out / "cold", render.load(out / "cold"))
     if code != 0:
         raise SystemExit(f"bench: the cold matrix did not come out as expected (exit {code}); "
                          f"see {out / 'cold'}")
