@@ -179,3 +179,26 @@ def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
     assert moved.version == "9.9.2-1"
     assert moved.sha256 == sha(arch / "pool" / f"{PKG}_9.9.2-1_all.deb")
     fetch.fetch(Cache(tmp_path / "cache"), moved, tmp_path / "log")
+
+
+def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, archive):
+    """The matrix's fetch-ahead: after the first workers' fetch, later trees are
+    extracted before their worker starts; a version someone holds is left alone."""
+    import dataclasses
+    import threading
+
+    from taintport.matrix import Runner
+
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    first, waiting, held = (dataclasses.replace(version(arch, "9.9.1-1", sha(good)),
+                                                name=f"test-{n}")
+                            for n in ("first", "waiting", "held"))
+    runner = Runner(cache, tmp_path / "out", parallel=1)
+    runner.fetched = {v.name: threading.Event() for v in (first, waiting, held)}
+    runner.mark_fetched(first)
+    with cache.locked(held.name):
+        runner.fetch_ahead([first, waiting, held], ["upstream"], threading.Event())
+    assert not cache.tree(first).exists()  # its worker fetches it itself
+    assert (cache.tree(waiting) / "Makefile").read_text() == "# good\n"
+    assert not cache.tree(held).exists()

@@ -60,7 +60,7 @@ def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
     require("make", "make")
     require("gcc", "gcc")
     for tool, package in (("bison", "bison"), ("flex", "flex"), ("bc", "bc"),
-                          ("openssl", "openssl")):
+                          ("openssl", "openssl"), ("lz4", "lz4")):
         require(tool, package)
     args, env = make_args(build_dir, jobs, cache_root)
     kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
@@ -113,6 +113,8 @@ def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
     bzimage = out / "bzImage"
     shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
     unsigned, signed = build_module(build_dir, out, log, jobs, cache_root)
-    agent = build_agent(out / "agent", release, log)
+    # the agent depends only on the release, which the variants share: one
+    # build per version, which make keeps up to date
+    agent = build_agent(out.parent / "agent", release, log)
     return Artifacts(directory=out, bzimage=bzimage, unsigned=unsigned, signed=signed,
                      agent=agent, release=release)

@@ -65,6 +65,37 @@ class Cache:
                 handle.truncate()
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    @contextmanager
+    def try_locked(self, name):
+        """Like locked(), but yield False at once when someone holds it."""
+        (self.root / "locks").mkdir(parents=True, exist_ok=True)
+        with open(self.root / "locks" / f"{name}.lock", "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} (fetching ahead)\n")
+            handle.flush()
+            try:
+                yield True
+            finally:
+                handle.seek(0)
+                handle.truncate()
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _umask():
+    # read once at import, before any thread: setting it to read it is racy
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+UMASK = _umask()
+
 
 def write_atomic(path, text):
     """Write a file so a reader never sees half of it (results survive a crash)."""
@@ -72,6 +103,9 @@ def write_atomic(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        # mkstemp makes 0600; results and docs are for others to read too,
+        # as any file this user creates would be
+        os.fchmod(fd, 0o666 & ~UMASK)
         with os.fdopen(fd, "w") as out:
             out.write(text)
             out.flush()

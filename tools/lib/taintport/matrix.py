@@ -4,7 +4,9 @@ Per version: fetch once, then walk the variants in series order (upstream,
 reverted, backported) on the same tree and build dir, so only the first
 variant pays for a full kernel build. Versions run side by side
 (`--parallel`), which overlaps one kernel's downloads, boots and dracut runs
-with another's build.
+with another's build; once the first versions have their trees, a fetch-ahead
+thread downloads and extracts the ones still waiting for a worker, so their
+turn starts with the build.
 
 A finished cell is stored under <cache>/cells/<key>, the key hashed from
 everything that decides its result (package checksum, the variant's series,
@@ -60,13 +62,17 @@ def tool_versions():
 
 def inputs(version, quilt_series, variant):
     patches = {p: digest(quilt_series.directory / p) for p in quilt_series.for_variant(variant)}
-    return {"package": version.package, "package_version": version.version,
-            "deb_sha256": version.sha256,
-            "series": patches,
-            "fragments": {f.name: digest(f) for f in kconfig.fragments(version.name)},
-            "semantic_patches_sha256": tree_digest(REPO / "semantic-patches"),
-            "expectations_sha256": digest(verdict.EXPECTATIONS),
-            "test_matrix_sha256": tree_digest(REPO / "test-matrix")}
+    found = {"package": version.package, "package_version": version.version,
+             "deb_sha256": version.sha256,
+             "series": patches,
+             "fragments": {f.name: digest(f) for f in kconfig.fragments(version.name)},
+             "expectations_sha256": digest(verdict.EXPECTATIONS),
+             "test_matrix_sha256": tree_digest(REPO / "test-matrix")}
+    if variant == "backported":
+        # only the layer's cell: editing a semantic patch must not rebuild
+        # and boot the upstream and reverted cells, which never see it
+        found["semantic_patches_sha256"] = tree_digest(REPO / "semantic-patches")
+    return found
 
 
 def cell_key(cell_inputs, tools, timeout):
@@ -92,6 +98,9 @@ class Runner:
         self.accel = None  # boot.Accel, decided by the first probe
         self.accel_lock = threading.Lock()
         self.publish_lock = threading.Lock()
+        self.lanes_lock = threading.Lock()
+        self.lanes_started = set()  # version names a worker has taken
+        self.fetched = {}  # version name -> Event: its worker is past fetching
         self.cells = {}
         self.order = []
         self.progress = None
@@ -122,6 +131,11 @@ class Runner:
         ordered = [v for v in series.VARIANTS if v in variants]
         self.order = [(v.name, var) for v in versions for var in ordered]
         self.progress = Progress(len(self.order))
+        self.fetched = {v.name: threading.Event() for v in versions}
+        done = threading.Event()
+        ahead = threading.Thread(target=self.fetch_ahead, args=(versions, ordered, done),
+                                 name="fetch-ahead", daemon=True)
+        ahead.start()
         try:
             with ThreadPoolExecutor(max_workers=self.parallel) as pool:
                 futures = [pool.submit(self.run_version, v, ordered) for v in versions]
@@ -136,8 +150,55 @@ class Runner:
                         future.cancel()
                     raise
         finally:
+            done.set()
+            ahead.join(timeout=30)
             self.progress.close()
         return report.exit_code(self.ordered_cells())
+
+    def fetch_ahead(self, versions, variants, done):
+        """Fetch the trees of versions no worker has taken yet, one at a time.
+
+        It starts once the first workers are past their own fetch (they come
+        first), takes a version only if nobody holds its lock, and keeps
+        quiet about failures: the version's worker fetches again and puts the
+        error in its cells.
+        """
+        for first in versions[:self.parallel]:
+            while not self.fetched[first.name].wait(1):
+                if done.is_set() or STOPPING.is_set():
+                    return
+        for version in versions[self.parallel:]:
+            if done.is_set() or STOPPING.is_set():
+                return
+            with self.lanes_lock:
+                if version.name in self.lanes_started:
+                    continue
+            if not self.needs_work(version, variants):
+                continue
+            with self.cache.try_locked(version.name) as mine:
+                if not mine:
+                    continue
+                try:
+                    fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
+                except TaintportError:
+                    continue
+
+    def mark_fetched(self, version):
+        if version.name in self.fetched:
+            self.fetched[version.name].set()
+
+    def needs_work(self, version, variants):
+        try:
+            quilt_series = series.load(version.name, self.quilt_dir)
+            for variant in variants:
+                key = cell_key(inputs(version, quilt_series, variant), self.tools,
+                               self.timeout)
+                if not self.finished_earlier(version, variant) and \
+                        not (self.reuse and self.stored(key)):
+                    return True
+        except (TaintportError, OSError, ValueError):
+            return True  # let the worker find and report it
+        return False
 
     def cell_base(self, version, variant):
         return {"version": version.name, "variant": variant, "status": "error",
@@ -184,8 +245,13 @@ class Runner:
         return cell
 
     def run_version(self, version, variants):
-        with self.cache.locked(version.name):
-            self._run_version(version, variants)
+        with self.lanes_lock:
+            self.lanes_started.add(version.name)
+        try:
+            with self.cache.locked(version.name):
+                self._run_version(version, variants)
+        finally:
+            self.mark_fetched(version)
 
     def _run_version(self, version, variants):
         (self.out / version.name).mkdir(parents=True, exist_ok=True)
@@ -228,6 +294,7 @@ class Runner:
                 self.publish(cell)
             return
         fetch_seconds = round(time.monotonic() - start, 2)
+        self.mark_fetched(version)
 
         for variant, cell_inputs, key in todo:
             if STOPPING.is_set():

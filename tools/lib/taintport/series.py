@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO
-from .errors import InputError, RunError
+from .errors import InputError
 from .process import appending, require, run
 
 QUILT_DIR = REPO / "quilt"
