@@ -202,3 +202,20 @@ def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, arc
     assert not cache.tree(first).exists()  # its worker fetches it itself
     assert (cache.tree(waiting) / "Makefile").read_text() == "# good\n"
     assert not cache.tree(held).exists()
+
+
+def test_longest_build_first_from_recorded_costs(tmp_path, archive):
+    """The matrix starts the kernel that built longest before (the longest
+    build seen is kept, not a later warm rebuild); without one, the newest."""
+    import dataclasses
+
+    from taintport.matrix import Runner, kernel_series
+
+    arch, good = archive
+    v = version(arch, "9.9.1-1", sha(good))
+    assert kernel_series(dataclasses.replace(v, package="linux-source-6.12")) == (6, 12)
+    runner = Runner(Cache(tmp_path / "cache"), tmp_path / "out")
+    runner.record_cost(dataclasses.replace(v, name="a"), 120.0)
+    runner.record_cost(dataclasses.replace(v, name="a"), 7.0)  # a warm rebuild
+    runner.record_cost(dataclasses.replace(v, name="b"), 300.0)
+    assert runner.build_costs() == {"a": 120.0, "b": 300.0}

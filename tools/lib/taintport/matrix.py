@@ -16,6 +16,7 @@ nothing changed reuses it instead of building and booting again.
 import hashlib
 import json
 import platform
+import re
 import secrets
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import REPO, boot, build, fetch, initramfs, kconfig, ktap, report, series, verdict
+from .cache import write_atomic
 from .errors import TaintportError
 from .process import STOPPING, stop_all
 from .progress import Progress
@@ -73,6 +75,13 @@ def inputs(version, quilt_series, variant):
         # and boot the upstream and reverted cells, which never see it
         found["semantic_patches_sha256"] = tree_digest(REPO / "semantic-patches")
     return found
+
+
+def kernel_series(version):
+    """(6, 12) for linux-source-6.12: newer kernels build longer, when nothing
+    measured says otherwise."""
+    numbers = re.findall(r"\d+", version.package)
+    return tuple(int(n) for n in numbers)
 
 
 def cell_key(cell_inputs, tools, timeout):
@@ -132,6 +141,12 @@ class Runner:
         self.order = [(v.name, var) for v in versions for var in ordered]
         self.progress = Progress(len(self.order))
         self.fetched = {v.name: threading.Event() for v in versions}
+        # Longest first, so that the last kernel left building alone (one
+        # core idle in its serial phases) is a short one. The report keeps
+        # the order asked for.
+        costs = self.build_costs()
+        versions = sorted(versions, key=lambda v: (costs.get(v.name, float("inf")),
+                                                   kernel_series(v)), reverse=True)
         done = threading.Event()
         ahead = threading.Thread(target=self.fetch_ahead, args=(versions, ordered, done),
                                  name="fetch-ahead", daemon=True)
@@ -154,6 +169,21 @@ class Runner:
             ahead.join(timeout=30)
             self.progress.close()
         return report.exit_code(self.ordered_cells())
+
+    def build_costs(self):
+        """Seconds of the longest build seen per version, from earlier runs."""
+        try:
+            return json.loads((self.cache.root / "build-costs.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def record_cost(self, version, seconds):
+        with self.publish_lock:
+            costs = self.build_costs()
+            if seconds > costs.get(version.name, 0):
+                costs[version.name] = round(seconds, 1)
+                write_atomic(self.cache.root / "build-costs.json",
+                             json.dumps(costs, indent=1, sort_keys=True) + "\n")
 
     def fetch_ahead(self, versions, variants, done):
         """Fetch the trees of versions no worker has taken yet, one at a time.
@@ -346,6 +376,7 @@ class Runner:
                                self.cache.build(version), version.name,
                                self.cache.artifacts(version, variant), build_log,
                                self.jobs, self.cache.root)
+        self.record_cost(version, cell["timings"]["build"])
         cell["kernel_release"] = artifacts.release
         cell["inputs"]["bzimage_sha256"] = digest(artifacts.bzimage)
         token = secrets.token_hex(8)
