@@ -43,9 +43,7 @@ class Cache:
     @contextmanager
     def locked(self, name):
         """Hold one version's tree and build dir; a second holder waits and says so."""
-        (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        path = self.root / "locks" / f"{name}.lock"
-        with open(path, "a+") as handle:
+        with self._lock_file(name) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -54,38 +52,39 @@ class Cache:
                 print(f"taintport: waiting for {holder} to release {name} in {self.root}",
                       file=sys.stderr, flush=True)
                 fcntl.flock(handle, fcntl.LOCK_EX)
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()}\n")
-            handle.flush()
-            try:
+            with _holding(handle, f"pid {os.getpid()}"):
                 yield self
-            finally:
-                handle.seek(0)
-                handle.truncate()
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextmanager
     def try_locked(self, name):
         """Like locked(), but yield False at once when someone holds it."""
-        (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        with open(self.root / "locks" / f"{name}.lock", "a+") as handle:
+        with self._lock_file(name) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 yield False
                 return
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()} (fetching ahead)\n")
-            handle.flush()
-            try:
+            with _holding(handle, f"pid {os.getpid()} (fetching ahead)"):
                 yield True
-            finally:
-                handle.seek(0)
-                handle.truncate()
-                fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def _lock_file(self, name):
+        (self.root / "locks").mkdir(parents=True, exist_ok=True)
+        return open(self.root / "locks" / f"{name}.lock", "a+")
+
+
+@contextmanager
+def _holding(handle, holder):
+    """With the flock taken: name the holder in the file for waiters, then let go."""
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{holder}\n")
+    handle.flush()
+    try:
+        yield
+    finally:
+        handle.seek(0)
+        handle.truncate()
+        fcntl.flock(handle, fcntl.LOCK_UN)
 
 def _umask():
     # read once at import, before any thread: setting it to read it is racy
