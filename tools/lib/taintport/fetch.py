@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,21 +198,33 @@ def _extract(deb, version, tree, log):
     for stale in parent.glob(".extract-*"):
         shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
     tmp = Path(tempfile.mkdtemp(dir=parent, prefix=".extract-"))
+    start = time.monotonic()
     try:
         with appending(log) as out:
             out.write(f"$ dpkg-deb --fsys-tarfile {deb} | tar -xO ./{version.tarball} "
-                      f"| tar -xJ -C {tmp}\n")
-            # spawned, so an interrupted run ends them with everything else
-            deb_proc = spawn(["dpkg-deb", "--fsys-tarfile", str(deb)],
-                             stdout=subprocess.PIPE, stderr=out)
-            member = spawn(["tar", "-xO", f"./{version.tarball}"],
-                           stdin=deb_proc.stdout, stdout=subprocess.PIPE, stderr=out)
-            deb_proc.stdout.close()
-            unpack = spawn(["tar", "-xJ", "-C", str(tmp)], stdin=member.stdout, stderr=out)
-            member.stdout.close()
-            codes = (unpack.wait(), member.wait(), deb_proc.wait())
-            for proc in (unpack, member, deb_proc):
+                      f"| xz -d -T0 | tar -x -C {tmp}\n")
+            out.flush()
+            # Debian's source tarballs are xz in many blocks, so xz can
+            # decompress them on every core (8.9 s -> 5.0 s for 7.3 on two).
+            # Each stage is spawned, so an interrupted run ends them all.
+            stages = []
+            upstream = None
+            for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
+                        ["tar", "-xO", f"./{version.tarball}"],
+                        ["xz", "-d", "-T0"],
+                        ["tar", "-x", "-C", str(tmp)]):
+                last = len(stages) == 3
+                proc = spawn(cmd, stdin=upstream, stderr=out,
+                             stdout=None if last else subprocess.PIPE)
+                if upstream is not None:
+                    upstream.close()
+                upstream = proc.stdout
+                stages.append(proc)
+            codes = tuple(proc.wait() for proc in reversed(stages))[::-1]
+            for proc in stages:
                 reap(proc)
+            out.write(f"extracted in {time.monotonic() - start:.1f} s "
+                      f"(exit codes {codes})\n")
         if STOPPING.is_set():
             raise RunError("fetch", "interrupted")
         if any(codes):
