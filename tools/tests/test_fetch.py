@@ -219,3 +219,50 @@ def test_longest_build_first_from_recorded_costs(tmp_path, archive):
     runner.record_cost(dataclasses.replace(v, name="a"), 7.0)  # a warm rebuild
     runner.record_cost(dataclasses.replace(v, name="b"), 300.0)
     assert runner.build_costs() == {"a": 120.0, "b": 300.0}
+
+
+def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatch):
+    """Within a version, the boot half of a cell (initramfs, QEMU, verdict) runs
+    beside the next variant's build; cells still publish in series order, and
+    a build that fails makes an error cell without stopping the next variant."""
+    import threading
+    import time
+
+    from taintport import matrix
+    from taintport.errors import RunError as Broke
+
+    arch, good = archive
+    v = version(arch, "9.9.1-1", sha(good))
+    monkeypatch.setattr(matrix.series, "load", lambda name, quilt_dir: None)
+    monkeypatch.setattr(matrix, "inputs", lambda version, quilt_series, variant: {})
+    runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
+    spans = {}
+    lock = threading.Lock()
+
+    def span(name, seconds):
+        start = time.monotonic()
+        time.sleep(seconds)
+        with lock:
+            spans[name] = (start, time.monotonic())
+
+    def build_cell(version, tree, quilt_series, variant, cell):
+        span(f"build {variant}", 0.4)
+        if variant == "reverted":
+            raise Broke("build", "make failed (a test's failure)")
+        return matrix.Built(cdir=tmp_path, artifacts=None, identical=None)
+
+    def judge_boot(cell, built):
+        span(f"boot {cell['variant']}", 0.6)
+        cell["status"] = "PASS"
+
+    monkeypatch.setattr(runner, "build_cell", build_cell)
+    monkeypatch.setattr(runner, "judge_boot", judge_boot)
+    runner.run([v], ["upstream", "reverted", "backported"])
+    cells = runner.ordered_cells()
+    assert [(c["variant"], c["status"]) for c in cells] == [
+        ("upstream", "PASS"), ("reverted", "error"), ("backported", "PASS")]
+    assert "make failed" in cells[1]["errors"][0]
+    # the upstream boot and the reverted build overlapped
+    assert spans["build reverted"][0] < spans["boot upstream"][1]
+    assert spans["boot upstream"][0] < spans["build reverted"][1]
+    assert spans["boot backported"][0] >= spans["build backported"][1]

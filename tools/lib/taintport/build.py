@@ -37,6 +37,13 @@ class Artifacts:
     release: str
 
 
+# Kernel compiles run at a lower priority than QEMU and dracut: a boot is one
+# TCG thread waited on by its cell (8.3 s instead of 3-4 s when it shared the
+# cores evenly with two builds), while make has parallel work to spare. Alone,
+# a niced build is as fast as any.
+NICE = ("nice", "-n", "10")
+
+
 def default_jobs():
     return (os.cpu_count() or 1) + 1
 
@@ -65,7 +72,8 @@ def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
     args, env = make_args(build_dir, jobs, cache_root)
     kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
                       [a for a in args if not a.startswith("CC=")])
-    run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log)
+    run([*NICE, "make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env,
+        log=log)
     return kernel_release(tree, build_dir, args, env)
 
 
@@ -80,7 +88,7 @@ def build_module(build_dir, out, log, jobs, cache_root):
         shutil.rmtree(src)
     shutil.copytree(MODULE_SRC, src)
     args, env = make_args(build_dir, jobs, cache_root)
-    run(["make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
+    run([*NICE, "make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
         env=env, log=log)
     unsigned = out / "utt.ko"
     signed = out / "utt-signed.ko"
@@ -114,7 +122,9 @@ def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
     shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
     unsigned, signed = build_module(build_dir, out, log, jobs, cache_root)
     # the agent depends only on the release, which the variants share: one
-    # build per version, which make keeps up to date
-    agent = build_agent(out.parent / "agent", release, log)
+    # build per version, which make keeps up to date; each variant takes a
+    # copy, since its initramfs is made while the next variant builds
+    agent = out / "taintport-agent"
+    shutil.copy2(build_agent(out.parent / "agent", release, log), agent)
     return Artifacts(directory=out, bzimage=bzimage, unsigned=unsigned, signed=signed,
                      agent=agent, release=release)

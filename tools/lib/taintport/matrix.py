@@ -23,6 +23,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO, boot, build, fetch, initramfs, kconfig, ktap, report, series, verdict
@@ -33,6 +34,13 @@ from .progress import Progress
 
 DEFAULT_TIMEOUT = 180
 CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
+
+
+@dataclass(frozen=True)
+class Built:
+    cdir: Path
+    artifacts: build.Artifacts
+    identical: "verdict.Check | None"  # the backported cell's host-side check
 
 
 def digest(path):
@@ -326,21 +334,30 @@ class Runner:
         fetch_seconds = round(time.monotonic() - start, 2)
         self.mark_fetched(version)
 
-        for variant, cell_inputs, key in todo:
-            if STOPPING.is_set():
-                return
-            cell = self.cell_base(version, variant)
-            cell["inputs"] = cell_inputs
-            cell["timings"]["fetch"] = fetch_seconds
-            try:
-                self.run_cell(version, fetched.tree, quilt_series, variant, cell)
-            except TaintportError as err:
+        # A variant's initramfs and boot only read its own artifacts, so they
+        # run while the next variant switches the tree and rebuilds: QEMU's
+        # one TCG thread fills the core the link steps leave idle. One boot
+        # at a time per version, in series order, so cells publish in order.
+        with ThreadPoolExecutor(max_workers=1,
+                                thread_name_prefix=f"boot-{version.name}") as booter:
+            booting = []
+            for variant, cell_inputs, key in todo:
                 if STOPPING.is_set():
-                    return  # an interrupted cell is not a result: --resume runs it
-                cell["status"] = "error"
-                cell["errors"].append(str(err))
-            self.publish(cell)
-            self.store(key, cell)
+                    break
+                cell = self.cell_base(version, variant)
+                cell["inputs"] = cell_inputs
+                cell["timings"]["fetch"] = fetch_seconds
+                try:
+                    built = self.build_cell(version, fetched.tree, quilt_series, variant,
+                                            cell)
+                except TaintportError as err:
+                    if STOPPING.is_set():
+                        break  # an interrupted cell is not a result: --resume runs it
+                    cell["errors"].append(str(err))
+                    built = None
+                booting.append(booter.submit(self.boot_cell, key, cell, built))
+            for future in booting:
+                future.result()
 
     def timed(self, cell, stage, func, *args):
         self.progress.stage(f"{cell['version']} {cell['variant']}", stage)
@@ -357,7 +374,8 @@ class Runner:
                 self.progress.note(f"accelerator: {self.accel.name} ({self.accel.reason})")
         return self.accel
 
-    def run_cell(self, version, tree, quilt_series, variant, cell):
+    def build_cell(self, version, tree, quilt_series, variant, cell):
+        """The tree and build dir half of a cell: switch variant, check, build."""
         cdir = self.out / version.name / variant
         cdir.mkdir(parents=True, exist_ok=True)
         build_log = cdir / "build.log"
@@ -379,10 +397,35 @@ class Runner:
         self.record_cost(version, cell["timings"]["build"])
         cell["kernel_release"] = artifacts.release
         cell["inputs"]["bzimage_sha256"] = digest(artifacts.bzimage)
+        return Built(cdir=cdir, artifacts=artifacts, identical=identical)
+
+    def boot_cell(self, key, cell, built):
+        """The artifacts half: initramfs, boot, verdict; then publish and store."""
+        if built is not None:
+            try:
+                self.judge_boot(cell, built)
+            except TaintportError as err:
+                if STOPPING.is_set():
+                    return  # an interrupted cell is not a result: --resume runs it
+                cell["status"] = "error"
+                cell["errors"].append(str(err))
+        self.publish(cell)
+        self.store(key, cell)
+
+    def judge_boot(self, cell, built):
+        artifacts, cdir, variant = built.artifacts, built.cdir, cell["variant"]
         token = secrets.token_hex(8)
-        image = self.timed(cell, "initramfs", initramfs.build, artifacts, token,
-                           self.cache.root, artifacts.directory / "initramfs.img", build_log)
-        accel = self.probe_once(cell, artifacts.bzimage, artifacts.directory)
+        # the first boot decides the accelerator; its probe runs beside dracut
+        probing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvm-probe")
+        try:
+            accel_future = probing.submit(self.probe_once, cell, artifacts.bzimage,
+                                          artifacts.directory)
+            image = self.timed(cell, "initramfs", initramfs.build, artifacts, token,
+                               self.cache.root, artifacts.directory / "initramfs.img",
+                               cdir / "build.log")
+            accel = accel_future.result()
+        finally:
+            probing.shutdown(wait=True)
         cell["accelerator"] = accel.name
         append = f"console=ttyS0 panic=-1 taintport.token={token}"
         if self.fault:
@@ -396,8 +439,8 @@ class Runner:
         if booted.timed_out:
             parsed.errors.insert(0, f"guest killed at the {self.timeout}s timeout")
         judgement = verdict.judge(parsed, verdict.for_variant(self.expectations, variant))
-        if identical is not None:
-            judgement = verdict.with_check(judgement, identical)
+        if built.identical is not None:
+            judgement = verdict.with_check(judgement, built.identical)
         cell["status"] = judgement.status.value
         cell["errors"] += judgement.errors
         cell["checks"] = [c.as_dict() for c in judgement.checks]
