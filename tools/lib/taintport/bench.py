@@ -28,10 +28,26 @@ from .matrix import Runner
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 
 
-def fresh_cache(main):
+# ext4 without a journal (these machines' root file system) skips inodes
+# freed in the last 60 s, or 360 s while their table block is dirty, and pays
+# a buffer lookup for each one it skips: an extraction right after deleting
+# an old tree took 53-95 s instead of 8.5 s. So nothing is deleted between
+# timed phases, and after removing an old bench cache we sync and wait.
+SETTLE_SECONDS = 61
+
+
+def settle(say):
+    os.sync()
+    say(f"bench: waiting {SETTLE_SECONDS} s after deleting the last run's cache, so the "
+        "file system stops skipping the inodes it just freed")
+    time.sleep(SETTLE_SECONDS)
+
+
+def fresh_cache(main, say):
     bench = Cache(main.root / "bench")
     if bench.root.exists():
         shutil.rmtree(bench.root)
+        settle(say)
     bench.debs().mkdir(parents=True)
     if main.debs().exists():
         for deb in main.debs().glob("*.deb"):
@@ -60,11 +76,14 @@ def layer_seconds(cache, version):
 
 
 def extract_seconds(cache, version):
-    """One extraction alone (the matrix fetches ahead, so its own figure hides it)."""
+    """One extraction alone (the matrix fetches ahead, so its own figure hides it).
+
+    The copy stays until the bench ends: deleting it would slow what comes next.
+    """
     deb = cache.debs() / version.deb_name
-    with tempfile.TemporaryDirectory(dir=cache.root) as tmp:
-        _, seconds = timed(fetch.extract, deb, version, Path(tmp) / version.source_dir,
-                           cache.root / "logs" / "bench-extract.log")
+    tmp = Path(tempfile.mkdtemp(dir=cache.root, prefix="bench-extract-"))
+    _, seconds = timed(fetch.extract, deb, version, tmp / version.source_dir,
+                       cache.root / "logs" / "bench-extract.log")
     return seconds
 
 
@@ -76,14 +95,13 @@ def solo_cold_build(cache, version):
     _, seconds = timed(build.build_kernel, tree, build_dir, version.name,
                        cache.root / "logs" / f"bench-solo-{version.name}.log",
                        build.default_jobs(), cache.root)
-    shutil.rmtree(build_dir)
-    return seconds
+    return seconds  # build_dir stays until the bench ends, like the extractions
 
 
 def run(main_cache, chosen, out, parallel=2):
     os.environ["CCACHE_DISABLE"] = "1"
-    cache = fresh_cache(main_cache)
     say = print
+    cache = fresh_cache(main_cache, say)
     say("bench phase 1: the matrix, cold")
     runner = Runner(cache, out / "cold", parallel=parallel)
     code, wall = timed(runner.run, chosen, list(series.VARIANTS))
@@ -117,6 +135,8 @@ def run(main_cache, chosen, out, parallel=2):
         code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
     finally:
         TOUCHED.write_bytes(original)
+    for scratch in [*cache.root.glob("bench-extract-*"), cache.root / "solo"]:
+        shutil.rmtree(scratch, ignore_errors=True)
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.get("reused"))
     if code != 0:
         raise SystemExit(f"bench: the rerun after the edit exited {code}; see {out / 'edited'}")
