@@ -183,22 +183,36 @@ def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
 
 def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, archive):
     """The matrix's fetch-ahead: after the first workers' fetch, later trees are
-    extracted before their worker starts; a version someone holds is left alone."""
+    extracted before their worker starts, at most one per worker ahead of them;
+    a version someone holds is left alone."""
     import dataclasses
     import threading
+    import time
 
     from taintport.matrix import Runner
 
     arch, good = archive
     cache = Cache(tmp_path / "cache")
-    first, waiting, held = (dataclasses.replace(version(arch, "9.9.1-1", sha(good)),
+    first, held, waiting = (dataclasses.replace(version(arch, "9.9.1-1", sha(good)),
                                                 name=f"test-{n}")
-                            for n in ("first", "waiting", "held"))
+                            for n in ("first", "held", "waiting"))
     runner = Runner(cache, tmp_path / "out", parallel=1)
-    runner.fetched = {v.name: threading.Event() for v in (first, waiting, held)}
+    runner.fetched = {v.name: threading.Event() for v in (first, held, waiting)}
+    runner.lanes_started = {first.name}
     runner.mark_fetched(first)
+    done = threading.Event()
     with cache.locked(held.name):
-        runner.fetch_ahead([first, waiting, held], ["upstream"], threading.Event())
+        ahead = threading.Thread(target=runner.fetch_ahead,
+                                 args=([first, held, waiting], ["upstream"], done))
+        ahead.start()
+        time.sleep(2)
+        # held is skipped; waiting would be two trees ahead of one worker
+        assert not cache.tree(waiting).exists()
+        with runner.lanes_lock:
+            runner.lanes_started.add(held.name)  # a worker takes held
+        ahead.join(timeout=30)
+        done.set()
+    assert not ahead.is_alive()
     assert not cache.tree(first).exists()  # its worker fetches it itself
     assert (cache.tree(waiting) / "Makefile").read_text() == "# good\n"
     assert not cache.tree(held).exists()

@@ -3,8 +3,9 @@
 #
 # dracut module "taintport": the test payload of test-matrix/README.md and
 # the hook that starts it. The host exports TAINTPORT_PAYLOAD=<folder>
-# holding taintport-agent, utt.ko, utt-signed.ko and token before it
-# calls dracut.
+# holding taintport-agent before it calls dracut, and utt.ko, utt-signed.ko
+# and token when it wants them in this image too; taintport itself makes one
+# image per kernel and appends each boot's three files as a second archive.
 # shellcheck disable=SC2154 # initdir and moddir are dracut's
 
 # called by dracut
@@ -30,11 +31,12 @@ install() {
         dfatal "taintport: TAINTPORT_PAYLOAD is not set"
         exit 1
     fi
+    if [[ ! -f $TAINTPORT_PAYLOAD/taintport-agent ]]; then
+        dfatal "taintport: $TAINTPORT_PAYLOAD/taintport-agent is missing"
+        exit 1
+    fi
     for _f in taintport-agent utt.ko utt-signed.ko token; do
-        if [[ ! -f $TAINTPORT_PAYLOAD/$_f ]]; then
-            dfatal "taintport: $TAINTPORT_PAYLOAD/$_f is missing"
-            exit 1
-        fi
+        [[ -f $TAINTPORT_PAYLOAD/$_f ]] || continue
         if ! inst_simple "$TAINTPORT_PAYLOAD/$_f" "/taintport/$_f"; then
             dfatal "taintport: cannot install $TAINTPORT_PAYLOAD/$_f"
             exit 1
@@ -42,7 +44,9 @@ install() {
     done
     # dracut strips executable files after install(); stripping a module
     # would drop its appended signature, so modules are never executable
-    chmod 0644 "$initdir"/taintport/*.ko
+    for _f in "$initdir"/taintport/*.ko; do
+        [[ -f $_f ]] && chmod 0644 "$_f"
+    done
 
     # cmdline, not pre-udev: base's init dies on a missing root= between
     # the two, and the test guest has no root

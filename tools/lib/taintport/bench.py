@@ -173,12 +173,14 @@ pinned .debs already downloaded (the network is not measured). The matrix ran
 
 ## Per kernel (seconds)
 
-| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | dracut (max of 3) | boot + test (max of 3) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
+| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | initramfs (max of 3) | boot + test (max of 3) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
 |---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 "cold build, in the matrix" shares the cores with the other kernel being
-worked on at the same time; "alone" is the yardstick below. "fetch, in the
+worked on at the same time; "alone" is the yardstick below. "initramfs" is
+dracut for a kernel's first cell; the others append their own files to that
+image. A cell boots while the next variant of its kernel builds. "fetch, in the
 matrix" is what the kernel's worker waited for: the first two extract
 (one after the other), the rest were fetched ahead during earlier builds.
 

@@ -40,8 +40,9 @@ class Artifacts:
 # Kernel compiles run at a lower priority than QEMU and dracut: a boot is one
 # TCG thread waited on by its cell (8.3 s instead of 3-4 s when it shared the
 # cores evenly with two builds), while make has parallel work to spare. Alone,
-# a niced build is as fast as any.
-NICE = ("nice", "-n", "10")
+# a niced build is as fast as any. Trees fetched ahead extract at the same level.
+NICE_LEVEL = 10
+NICE = ("nice", "-n", str(NICE_LEVEL))
 
 
 def default_jobs():

@@ -315,10 +315,11 @@ def cmd_boot(args, cache):
                                    *build.make_args(cache.build(version), 1, cache.root))
     art = build.Artifacts(directory=folder, bzimage=bzimage, unsigned=folder / "utt.ko",
                           signed=folder / "utt-signed.ko",
-                          agent=folder / "agent" / "taintport-agent", release=release)
+                          agent=folder / "taintport-agent", release=release)
     token = secrets.token_hex(8)
     log = cache.root / "logs" / f"boot-{version.name}-{args.variant}.log"
-    image = initramfs.build(art, token, cache.root, folder / "initramfs.img", log)
+    base = initramfs.base(art.agent, release, cache.root, folder / "initramfs-base.img", log)
+    image = initramfs.build(art, token, base, folder / "initramfs.img")
     accel = boot.Accel(args.accel, "chosen on the command line") if args.accel \
         else boot.probe(bzimage, folder)
     console = folder / "console.log"

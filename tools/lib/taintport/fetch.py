@@ -180,17 +180,20 @@ def fetch_deb(cache, version, log):
 EXTRACTING = threading.Lock()
 
 
-def extract(deb, version, tree, log):
-    """Unpack the source tarball of deb so that tree appears whole or not at all."""
+def extract(deb, version, tree, log, nice=0):
+    """Unpack the source tarball of deb so that tree appears whole or not at all.
+
+    nice: the niceness of the extracting processes (a tree fetched ahead
+    yields to the boots that cells are waiting on)."""
     if tree.is_dir():
         return True
     with EXTRACTING:
         if tree.is_dir():
             return True
-        return _extract(deb, version, tree, log)
+        return _extract(deb, version, tree, log, nice)
 
 
-def _extract(deb, version, tree, log):
+def _extract(deb, version, tree, log, nice=0):
     require("dpkg-deb", "dpkg")
     require("xz", "xz-utils")
     parent = tree.parent
@@ -209,12 +212,13 @@ def _extract(deb, version, tree, log):
             # Each stage is spawned, so an interrupted run ends them all.
             stages = []
             upstream = None
+            prefix = ["nice", "-n", str(nice)] if nice else []
             for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
                         ["tar", "-xO", f"./{version.tarball}"],
                         ["xz", "-d", "-T0"],
                         ["tar", "-x", "-C", str(tmp)]):
                 last = len(stages) == 3
-                proc = spawn(cmd, stdin=upstream, stderr=out,
+                proc = spawn(prefix + cmd, stdin=upstream, stderr=out,
                              stdout=None if last else subprocess.PIPE)
                 if upstream is not None:
                     upstream.close()
@@ -240,10 +244,10 @@ def _extract(deb, version, tree, log):
     return False
 
 
-def fetch(cache, version, log):
+def fetch(cache, version, log, nice=0):
     deb, deb_reused = fetch_deb(cache, version, log)
     tree = cache.tree(version)
-    tree_reused = extract(deb, version, tree, log)
+    tree_reused = extract(deb, version, tree, log, nice)
     return Fetched(deb=deb, tree=tree, sha256=version.sha256, reused=deb_reused and tree_reused)
 
 

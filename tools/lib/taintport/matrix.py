@@ -37,6 +37,14 @@ CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
 
 
 @dataclass(frozen=True)
+class Done:
+    """A cell this run need not build: from the --resume dir, or stored."""
+    variant: str
+    resumed: dict | None = None
+    stored: Path | None = None
+
+
+@dataclass(frozen=True)
 class Built:
     cdir: Path
     artifacts: build.Artifacts
@@ -114,6 +122,7 @@ class Runner:
         self.tools = tool_versions()
         self.accel = None  # boot.Accel, decided by the first probe
         self.accel_lock = threading.Lock()
+        self.initramfs_bases = {}  # (version dir, release, agent sha256) -> dracut image
         self.publish_lock = threading.Lock()
         self.lanes_lock = threading.Lock()
         self.lanes_started = set()  # version names a worker has taken
@@ -197,17 +206,24 @@ class Runner:
         """Fetch the trees of versions no worker has taken yet, one at a time.
 
         It starts once the first workers are past their own fetch (they come
-        first), takes a version only if nobody holds its lock, and keeps
-        quiet about failures: the version's worker fetches again and puts the
-        error in its cells.
+        first), stays at most one tree per worker ahead of them (each
+        extraction writes ~1.8 GB beside the builds), takes a version only if
+        nobody holds its lock, and keeps quiet about failures: the version's
+        worker fetches again and puts the error in its cells.
         """
         for first in versions[:self.parallel]:
             while not self.fetched[first.name].wait(1):
                 if done.is_set() or STOPPING.is_set():
                     return
-        for version in versions[self.parallel:]:
-            if done.is_set() or STOPPING.is_set():
-                return
+        for index, version in enumerate(versions[self.parallel:], start=1):
+            while True:
+                if done.is_set() or STOPPING.is_set():
+                    return
+                with self.lanes_lock:
+                    taken = len(self.lanes_started)
+                if taken >= index:
+                    break
+                done.wait(1)
             with self.lanes_lock:
                 if version.name in self.lanes_started:
                     continue
@@ -217,7 +233,8 @@ class Runner:
                 if not mine:
                     continue
                 try:
-                    fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
+                    fetch.fetch(self.cache, version, self.out / version.name / "fetch.log",
+                                nice=build.NICE_LEVEL)
                 except TaintportError:
                     continue
 
@@ -227,16 +244,32 @@ class Runner:
 
     def needs_work(self, version, variants):
         try:
-            quilt_series = series.load(version.name, self.quilt_dir)
-            for variant in variants:
-                key = cell_key(inputs(version, quilt_series, variant), self.tools,
-                               self.timeout)
-                if not self.finished_earlier(version, variant) and \
-                        not (self.reuse and self.stored(key)):
-                    return True
+            return bool(self.plan(version, variants)[2])
         except (TaintportError, OSError, ValueError):
             return True  # let the worker find and report it
-        return False
+
+    def plan(self, version, variants):
+        """(quilt series, cells already done, cells to run) for one version.
+
+        Done: a finished cell of the --resume dir, or a stored result whose
+        inputs hash the same. To run: (variant, inputs, key) of the rest.
+        """
+        quilt_series = series.load(version.name, self.quilt_dir)
+        done, todo = [], []
+        for variant in variants:
+            cell_inputs = inputs(version, quilt_series, variant)
+            key = cell_key(cell_inputs, self.tools, self.timeout)
+            earlier = self.finished_earlier(version, variant)
+            if earlier:
+                earlier["resumed"] = True
+                done.append(Done(variant, resumed=earlier))
+                continue
+            folder = self.stored(key) if self.reuse else None
+            if folder:
+                done.append(Done(variant, stored=folder))
+                continue
+            todo.append((variant, cell_inputs, key))
+        return quilt_series, done, todo
 
     def cell_base(self, version, variant):
         return {"version": version.name, "variant": variant, "status": "error",
@@ -294,28 +327,15 @@ class Runner:
     def _run_version(self, version, variants):
         (self.out / version.name).mkdir(parents=True, exist_ok=True)
         try:
-            quilt_series = series.load(version.name, self.quilt_dir)
-            plans = [(variant, inputs(version, quilt_series, variant)) for variant in variants]
+            quilt_series, done, todo = self.plan(version, variants)
         except TaintportError as err:
             for variant in variants:
                 cell = self.cell_base(version, variant)
                 cell["errors"] = [str(err)]
                 self.publish(cell)
             return
-
-        todo = []
-        for variant, cell_inputs in plans:
-            key = cell_key(cell_inputs, self.tools, self.timeout)
-            earlier = self.finished_earlier(version, variant)
-            if earlier:
-                earlier["resumed"] = True
-                self.publish(earlier)
-                continue
-            folder = self.stored(key) if self.reuse else None
-            if folder:
-                self.publish(self.reuse_stored(folder, version, variant))
-                continue
-            todo.append((variant, cell_inputs, key))
+        for cell in done:
+            self.publish(cell.resumed or self.reuse_stored(cell.stored, version, cell.variant))
         if not todo:
             return
 
@@ -412,6 +432,17 @@ class Runner:
         self.publish(cell)
         self.store(key, cell)
 
+    def make_initramfs(self, artifacts, token, log):
+        """dracut once per kernel and run, then the cell's files appended."""
+        key = (str(artifacts.directory.parent), artifacts.release, digest(artifacts.agent))
+        base = self.initramfs_bases.get(key)
+        if base is None:
+            base = initramfs.base(artifacts.agent, artifacts.release, self.cache.root,
+                                  artifacts.directory.parent / "initramfs-base.img", log)
+            # one boot thread per version: no other thread makes this key
+            self.initramfs_bases[key] = base
+        return initramfs.build(artifacts, token, base, artifacts.directory / "initramfs.img")
+
     def judge_boot(self, cell, built):
         artifacts, cdir, variant = built.artifacts, built.cdir, cell["variant"]
         token = secrets.token_hex(8)
@@ -420,8 +451,7 @@ class Runner:
         try:
             accel_future = probing.submit(self.probe_once, cell, artifacts.bzimage,
                                           artifacts.directory)
-            image = self.timed(cell, "initramfs", initramfs.build, artifacts, token,
-                               self.cache.root, artifacts.directory / "initramfs.img",
+            image = self.timed(cell, "initramfs", self.make_initramfs, artifacts, token,
                                cdir / "build.log")
             accel = accel_future.result()
         finally:

@@ -1,0 +1,45 @@
+"""The per-cell archive appended to the kernel's dracut image."""
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+from taintport import initramfs
+
+
+def cell(tmp_path):
+    (tmp_path / "utt.ko").write_bytes(b"\x7fELF unsigned")
+    (tmp_path / "utt-signed.ko").write_bytes(b"\x7fELF signed~Module signature appended~\n")
+    return SimpleNamespace(unsigned=tmp_path / "utt.ko", signed=tmp_path / "utt-signed.ko")
+
+
+def test_cell_archive_is_newc_that_cpio_reads(tmp_path):
+    """GNU cpio, an independent reader, lists and unpacks what we write."""
+    archive = initramfs.cell_archive(cell(tmp_path), "0123abcd")
+    assert len(archive) % 4 == 0
+    listed = subprocess.run(["cpio", "-it", "--quiet"], input=archive, capture_output=True,
+                            check=True).stdout.decode().split()
+    assert listed == ["taintport", "taintport/utt.ko", "taintport/utt-signed.ko",
+                      "taintport/token"]
+    out = tmp_path / "root"
+    out.mkdir()
+    subprocess.run(["cpio", "-id", "--quiet", "--no-absolute-filenames"], input=archive,
+                   cwd=out, check=True)
+    assert (out / "taintport" / "token").read_text() == "0123abcd\n"
+    signed = out / "taintport" / "utt-signed.ko"
+    assert signed.read_bytes() == (tmp_path / "utt-signed.ko").read_bytes()
+    assert signed.stat().st_mode & 0o777 == 0o644  # never executable, never stripped
+
+
+def test_same_files_same_bytes(tmp_path):
+    files = cell(tmp_path)
+    assert initramfs.cell_archive(files, "t") == initramfs.cell_archive(files, "t")
+    assert initramfs.cell_archive(files, "t") != initramfs.cell_archive(files, "u")
+
+
+def test_image_is_the_dracut_image_then_the_cell_archive(tmp_path):
+    base = tmp_path / "base.img"
+    base.write_bytes(b"070701" + b"0" * 506)  # stands for dracut's archive
+    image = initramfs.build(cell(tmp_path), "tok", base, tmp_path / "initramfs.img")
+    data = Path(image).read_bytes()
+    assert data.startswith(base.read_bytes())
+    assert data[len(base.read_bytes()):] == initramfs.cell_archive(cell(tmp_path), "tok")
