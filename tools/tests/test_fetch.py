@@ -263,7 +263,7 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
         span(f"build {variant}", 0.4)
         if variant == "reverted":
             raise Broke("build", "make failed (a test's failure)")
-        return matrix.Built(cdir=tmp_path, artifacts=None, identical=None)
+        return matrix.Built(artifacts=None, identical=None)
 
     def judge_boot(cell, built):
         span(f"boot {cell['variant']}", 0.6)

@@ -42,7 +42,6 @@ class Artifacts:
 # cores evenly with two builds), while make has parallel work to spare. Alone,
 # a niced build is as fast as any. Trees fetched ahead extract at the same level.
 NICE_LEVEL = 10
-NICE = ("nice", "-n", str(NICE_LEVEL))
 
 
 def default_jobs():
@@ -73,8 +72,8 @@ def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
     args, env = make_args(build_dir, jobs, cache_root)
     kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
                       [a for a in args if not a.startswith("CC=")])
-    run([*NICE, "make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env,
-        log=log)
+    run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log,
+        nice=NICE_LEVEL)
     return kernel_release(tree, build_dir, args, env)
 
 
@@ -89,8 +88,8 @@ def build_module(build_dir, out, log, jobs, cache_root):
         shutil.rmtree(src)
     shutil.copytree(MODULE_SRC, src)
     args, env = make_args(build_dir, jobs, cache_root)
-    run([*NICE, "make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
-        env=env, log=log)
+    run(["make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
+        env=env, log=log, nice=NICE_LEVEL)
     unsigned = out / "utt.ko"
     signed = out / "utt-signed.ko"
     shutil.copy2(src / "utt.ko", unsigned)

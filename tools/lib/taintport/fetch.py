@@ -212,13 +212,12 @@ def _extract(deb, version, tree, log, nice=0):
             # Each stage is spawned, so an interrupted run ends them all.
             stages = []
             upstream = None
-            prefix = ["nice", "-n", str(nice)] if nice else []
             for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
                         ["tar", "-xO", f"./{version.tarball}"],
                         ["xz", "-d", "-T0"],
                         ["tar", "-x", "-C", str(tmp)]):
                 last = len(stages) == 3
-                proc = spawn(prefix + cmd, stdin=upstream, stderr=out,
+                proc = spawn(cmd, nice=nice, stdin=upstream, stderr=out,
                              stdout=None if last else subprocess.PIPE)
                 if upstream is not None:
                     upstream.close()

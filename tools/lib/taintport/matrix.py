@@ -46,7 +46,6 @@ class Done:
 
 @dataclass(frozen=True)
 class Built:
-    cdir: Path
     artifacts: build.Artifacts
     identical: "verdict.Check | None"  # the backported cell's host-side check
 
@@ -278,9 +277,12 @@ class Runner:
                 "logs": {"build": f"{version.name}/{variant}/build.log",
                          "console": f"{version.name}/{variant}/console.log"}}
 
+    def cell_dir(self, version_name, variant):
+        return self.out / version_name / variant
+
     def finished_earlier(self, version, variant):
         """--resume: a cell this out dir already holds (errors are run again)."""
-        path = self.out / version.name / variant / "cell.json"
+        path = self.cell_dir(version.name, variant) / "cell.json"
         if not self.resume or not path.exists():
             return None
         cell = json.loads(path.read_text())
@@ -294,7 +296,7 @@ class Runner:
         """Keep a sound result (not an error) for reruns with the same inputs."""
         if cell["status"] == "error" or self.fault:
             return
-        src = self.out / cell["version"] / cell["variant"]
+        src = self.cell_dir(cell["version"], cell["variant"])
         folder = self.cache.root / "cells" / key
         tmp = folder.with_name(key + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -306,7 +308,7 @@ class Runner:
         tmp.rename(folder)
 
     def reuse_stored(self, folder, version, variant):
-        dest = self.out / version.name / variant
+        dest = self.cell_dir(version.name, variant)
         dest.mkdir(parents=True, exist_ok=True)
         for name in CELL_FILES:
             if (folder / name).exists():
@@ -396,7 +398,7 @@ class Runner:
 
     def build_cell(self, version, tree, quilt_series, variant, cell):
         """The tree and build dir half of a cell: switch variant, check, build."""
-        cdir = self.out / version.name / variant
+        cdir = self.cell_dir(version.name, variant)
         cdir.mkdir(parents=True, exist_ok=True)
         build_log = cdir / "build.log"
         build_log.unlink(missing_ok=True)
@@ -417,7 +419,7 @@ class Runner:
         self.record_cost(version, cell["timings"]["build"])
         cell["kernel_release"] = artifacts.release
         cell["inputs"]["bzimage_sha256"] = digest(artifacts.bzimage)
-        return Built(cdir=cdir, artifacts=artifacts, identical=identical)
+        return Built(artifacts=artifacts, identical=identical)
 
     def boot_cell(self, key, cell, built):
         """The artifacts half: initramfs, boot, verdict; then publish and store."""
@@ -444,7 +446,8 @@ class Runner:
         return initramfs.build(artifacts, token, base, artifacts.directory / "initramfs.img")
 
     def judge_boot(self, cell, built):
-        artifacts, cdir, variant = built.artifacts, built.cdir, cell["variant"]
+        artifacts, variant = built.artifacts, cell["variant"]
+        cdir = self.cell_dir(cell["version"], variant)
         token = secrets.token_hex(8)
         # the first boot decides the accelerator; its probe runs beside dracut
         probing = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvm-probe")

@@ -60,8 +60,13 @@ def stop_all():
         kill_group(proc)
 
 
-def spawn(argv, **kwargs):
-    """Popen in a new process group, tracked in LIVE until reaped.
+def niced(argv, nice):
+    return ["nice", "-n", str(nice), *argv] if nice else list(argv)
+
+
+def spawn(argv, nice=0, **kwargs):
+    """Popen in a new process group, tracked in LIVE until reaped; nice > 0
+    runs it at that niceness (nice(1), since preexec_fn is unsafe in threads).
 
     A process group, not a session: with sched_autogroup (on in Debian's
     kernels) every session gets an equal share of the CPU whatever its
@@ -70,7 +75,7 @@ def spawn(argv, **kwargs):
     """
     if STOPPING.is_set():
         raise RunError("run", "interrupted")
-    proc = subprocess.Popen(argv, process_group=0, **kwargs)
+    proc = subprocess.Popen(niced(argv, nice), process_group=0, **kwargs)
     LIVE.add(proc)
     return proc
 
@@ -79,7 +84,7 @@ def reap(proc):
     LIVE.discard(proc)
 
 
-def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True):
+def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, nice=0):
     """Run cmd; stdout+stderr go to log (appended) or are captured.
 
     Returns a CompletedProcess. On a non-zero exit (when check) raises
@@ -88,7 +93,7 @@ def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True):
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    argv = [str(c) for c in cmd]
+    argv = niced([str(c) for c in cmd], nice)  # the log shows the niceness too
     shown = shlex.join(argv)
     out = None
     if log:
