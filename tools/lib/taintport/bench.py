@@ -30,17 +30,21 @@ TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 
 
 # ext4 without a journal (these machines' root file system) skips inodes
-# freed in the last 60 s, or 360 s while their table block is dirty, and pays
-# a buffer lookup for each one it skips: an extraction right after deleting
-# an old tree took 53-95 s instead of 8.5 s. So nothing is deleted between
-# timed phases, and after removing an old bench cache we sync and wait.
-SETTLE_SECONDS = 61
+# freed in the last 60 s, or 360 s while their inode table block is dirty
+# (RECENTCY_MIN and RECENTCY_DIRTY in fs/ext4/ialloc.c), and pays a lookup
+# for each one it skips. Measured here after the bench deleted its scratch
+# trees and builds: extracting 7.3 took 23.6 s (22.4 s system) 4.5 minutes
+# later and 10.6 s (7.4 s system) 6 minutes later. Waiting 61 s was not
+# enough: the matrix's first two extractions then took 36-38 s. So the bench
+# deletes its cache when it ends, after the timing, and a cache left by an
+# interrupted run is deleted and waited out before anything is timed.
+SETTLE_SECONDS = 361
 
 
 def settle(say):
     quiesce()
-    say(f"bench: waiting {SETTLE_SECONDS} s after deleting the last run's cache, so the "
-        "file system stops skipping the inodes it just freed")
+    say(f"bench: waiting {SETTLE_SECONDS} s after deleting the cache an interrupted run "
+        "left, so the file system stops skipping the inodes it just freed")
     time.sleep(SETTLE_SECONDS)
 
 
@@ -148,11 +152,15 @@ def run(main_cache, chosen, out, parallel=2):
         code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
     finally:
         TOUCHED.write_bytes(original)
-    for scratch in [*cache.root.glob("bench-extract-*"), cache.root / "solo"]:
-        shutil.rmtree(scratch, ignore_errors=True)
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.get("reused"))
     if code != 0:
         raise SystemExit(f"bench: the rerun after the edit exited {code}; see {out / 'edited'}")
+    # The cells' reports and logs are in out already; the bench's own logs
+    # (solo builds, extractions, layers) join them. The rest of the cache is
+    # scratch, and deleting it at the start of the next run would slow that
+    # run's first extractions.
+    shutil.copytree(cache.root / "logs", out / "logs", dirs_exist_ok=True)
+    shutil.rmtree(cache.root)
     return table(chosen, cells, wall, solo, layers, extracts, warm, touched,
                  (edited, rerun), parallel)
 
