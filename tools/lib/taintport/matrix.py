@@ -121,7 +121,7 @@ class Runner:
         self.tools = tool_versions()
         self.accel = None  # boot.Accel, decided by the first probe
         self.accel_lock = threading.Lock()
-        self.initramfs_bases = {}  # (version dir, release, agent sha256) -> dracut image
+        self.initramfs_bases = set()  # dracut images made by this run
         self.publish_lock = threading.Lock()
         self.lanes_lock = threading.Lock()
         self.lanes_started = set()  # version names a worker has taken
@@ -436,13 +436,15 @@ class Runner:
 
     def make_initramfs(self, artifacts, token, log):
         """dracut once per kernel and run, then the cell's files appended."""
-        key = (str(artifacts.directory.parent), artifacts.release, digest(artifacts.agent))
-        base = self.initramfs_bases.get(key)
-        if base is None:
-            base = initramfs.base(artifacts.agent, artifacts.release, self.cache.root,
-                                  artifacts.directory.parent / "initramfs-base.img", log)
-            # one boot thread per version: no other thread makes this key
-            self.initramfs_bases[key] = base
+        # Named by the agent it holds, in the kernel's folder (one release):
+        # a variant whose agent differs gets an image of its own instead of
+        # overwriting the one the other variants reuse.
+        base = artifacts.directory.parent / \
+            f"initramfs-base-{digest(artifacts.agent)[:16]}.img"
+        if base not in self.initramfs_bases:
+            initramfs.base(artifacts.agent, artifacts.release, self.cache.root, base, log)
+            # one boot thread per version: no other thread makes this image
+            self.initramfs_bases.add(base)
         return initramfs.build(artifacts, token, base, artifacts.directory / "initramfs.img")
 
     def judge_boot(self, cell, built):
