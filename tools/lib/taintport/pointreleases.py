@@ -35,10 +35,10 @@ def offered(cache, template, log):
     """(package, version, sha256) of every linux-source-X.Y in template's suite."""
     apt = fetch.PrivateApt(cache.apt(), template)
     apt.update(log)
-    names = run(["apt-cache", *apt.options(), "pkgnames", "linux-source-"],
-                      stage="fetch", env={"LC_ALL": "C"}).stdout.split()
+    packages = run(["apt-cache", *apt.options(), "pkgnames", "linux-source-"],
+                   stage="fetch", env={"LC_ALL": "C"}).stdout.split()
     found = []
-    for name in sorted(n for n in names if SOURCE_PACKAGE.match(n)):
+    for name in sorted(n for n in packages if SOURCE_PACKAGE.match(n)):
         probe = fetch.PrivateApt(cache.apt(), replace(template, package=name))
         for published in probe.published().values():
             # the index's version becomes part of a .deb's path in the cache
