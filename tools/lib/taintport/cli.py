@@ -4,10 +4,11 @@ import secrets
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from . import (bench, boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix,
-               pointreleases, regen, render, report, series, verdict, versions)
+               pointreleases, regen, render, report, results, series, verdict, versions)
 from .cache import Cache
 from .errors import InputError, TaintportError
 
@@ -154,8 +155,14 @@ def cmd_matrix(args, cache):
     variants = names(args.variants) or list(series.VARIANTS)
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
+    if args.resume and not args.resume.is_dir():
+        raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
-    out.mkdir(parents=True, exist_ok=True)
+    with results.writing(out, resume=bool(args.resume)):
+        return run_matrix(args, cache, out, chosen, variants)
+
+
+def run_matrix(args, cache, out, chosen, variants):
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
@@ -251,12 +258,19 @@ def cmd_bench(args, cache):
 
 
 def cmd_inspect(args, cache):
+    if not args.tree.is_dir():
+        raise InputError(f"--tree {args.tree}: no such folder")
     pieces = layer.inspect(args.tree, args.letter)
-    rows = [(p.name, p.state, f"{p.path}:{p.line}" if p.line else p.path, p.shape)
-            for p in pieces]
+    absent = [p for p in pieces if not (args.tree / p.path).is_file()]
+    rows = [(p.name, p.state, f"{p.path}:{p.line}" if p.line else p.path,
+             "file not found" if p in absent else p.shape) for p in pieces]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+    if absent:
+        # no file to look in: the tree is not a kernel tree, it does not lack the fix
+        raise InputError(f"{args.tree}: file not found for piece(s) "
+                         + ", ".join(f"{p.name} ({p.path})" for p in absent))
     return 0 if all(p.state == "present" for p in pieces) else 1
 
 
@@ -278,6 +292,7 @@ def cmd_apply(args, cache):
         return 0
     if not (args.version and args.variant):
         raise InputError("apply needs --tree DIR, or --version and --variant")
+    versions.select([args.version])  # a known name before it names a lock
     with cache.locked(args.version):
         return apply_variant(args, cache)
 
@@ -328,7 +343,7 @@ def cmd_boot(args, cache):
     parsed = ktap.parse(console.read_text(errors="replace") if console.exists() else "")
     if booted.timed_out:
         parsed.errors.insert(0, f"guest killed at the {args.timeout}s timeout")
-    print("\n".join(parsed.lines))
+    print(results.printable("\n".join(parsed.lines)))
     judgement = verdict.judge(parsed, verdict.for_variant(verdict.load(), args.variant))
     print(f"\n{version.name} {args.variant}: {judgement.status.value} "
           f"({accel.name}, {booted.seconds:.1f}s, console {console})")
@@ -342,6 +357,7 @@ def cmd_boot(args, cache):
 def locked_cell(func):
     """apply/build/boot work on one version's tree and build dir: hold its lock."""
     def wrapper(args, cache):
+        versions.select([args.version])  # a known name before it names a lock
         with cache.locked(args.version):
             return func(args, cache)
     return wrapper
@@ -407,8 +423,13 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {err}", file=sys.stderr)
+        print(f"taintport: error: {results.printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - exit 1 would say a kernel misbehaved
+        traceback.print_exc()
+        print("taintport: error: internal error (a bug in taintport, not in a kernel); "
+              "the traceback above says where", file=sys.stderr)
         return 2

@@ -44,7 +44,11 @@ def write_document(out, doc):
 
 
 def summary_of(cell):
-    return summary_text(cell) + (" (reused: inputs unchanged)" if cell.get("reused") else "")
+    if cell.get("reused"):
+        return summary_text(cell) + " (reused: inputs unchanged)"
+    if cell.get("resumed"):
+        return summary_text(cell) + " (resumed: kept from the earlier run, inputs unchanged)"
+    return summary_text(cell)
 
 
 def summary_text(cell):

@@ -235,13 +235,19 @@ def unique_folder(parent, stem):
     raise InputError(f"{parent}: no free folder name for {stem}")
 
 
-def holds_results(folder):
-    return any(entry.name != LOCK for entry in Path(folder).iterdir())
+def refuse_used(folder):
+    """A new run's folder must hold no results: its matrix.json would replace theirs."""
+    if Path(folder).is_dir() and any(entry.name != LOCK for entry in Path(folder).iterdir()):
+        raise InputError(f"--out {folder} already holds results; finish that run with "
+                         f"'--resume {folder}', or choose an empty or new folder")
 
 
 @contextmanager
-def writing(folder):
-    """Hold a results folder for one run; a second run on it is refused at once."""
+def writing(folder, resume=False):
+    """Hold a results folder for one run; a second run on it is refused at once,
+    and so is a folder with results in it unless the run resumes them."""
+    if not resume:
+        refuse_used(folder)  # before the lock file is written
     Path(folder).mkdir(parents=True, exist_ok=True)
     with open(Path(folder) / LOCK, "a+") as handle:
         try:
@@ -251,5 +257,7 @@ def writing(folder):
             holder = handle.read().strip() or "another run"
             raise InputError(f"{folder}: {holder} is writing this results folder; "
                              "wait for it or choose another --out") from None
+        if not resume:
+            refuse_used(folder)  # a run that took the lock just before us
         with holding(handle, f"pid {os.getpid()}"):
             yield
