@@ -542,6 +542,8 @@ def _carry(scratch, findings, letter):
     """Fix every missing piece in scratch, then prove each is present."""
     for found in findings:
         piece = found.piece
+        if piece.shape == "unknown" and not (scratch / piece.path).is_file():
+            raise InputError(f"layer piece {piece.name}: {piece.path}: file not found")
         if piece.shape == "unknown":
             raise LayerError(piece.name, piece.path, SPEC[piece.name].expected)
         if piece.state == "conflicting":
