@@ -4,13 +4,15 @@
 change to the tree yet), then pushes it with quilt --fuzz=0 from the tree's
 own patches/ folder. All or nothing: if generation fails, nothing is
 written; if the push fails, the patch is popped and removed again, so the
-tree is byte for byte as it was. `--export DIR` only writes the series.
+tree is byte for byte as it was. `--export DIR` only writes the series
+(appended to a series DIR already has).
 """
 import shutil
 import time
 from pathlib import Path
 
 from . import layer, regen
+from .cache import write_atomic
 from .errors import InputError
 from .process import require, run
 
@@ -33,8 +35,19 @@ def export(tree, letter, folder):
     folder = Path(folder)
     (folder / PATCH_NAME).parent.mkdir(parents=True, exist_ok=True)
     (folder / PATCH_NAME).write_text(text)
-    (folder / "series").write_text(f"{PATCH_NAME}\n")
+    append_series(folder, [PATCH_NAME])
     return generated, folder / PATCH_NAME
+
+
+def append_series(folder, names):
+    """Add the names an existing folder/series lacks, at its end; never drop a line."""
+    series_file = Path(folder) / "series"
+    old = series_file.read_text() if series_file.exists() else ""
+    listed = {line.split("#", 1)[0].split()[0] for line in old.splitlines()
+              if line.split("#", 1)[0].strip()}
+    new = "".join(f"{name}\n" for name in names if name not in listed)
+    if new:
+        write_atomic(series_file, old + ("\n" if old and not old.endswith("\n") else "") + new)
 
 
 def apply(tree, letter, log):
