@@ -4,10 +4,6 @@ A version name names a lock, a tree and a build dir; a descriptor's fields
 name a .deb and a private apt configuration. docs/faults.md ("Inputs") maps
 each case here.
 """
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,27 +13,18 @@ from taintport.errors import InputError
 
 from test_versions import write
 
-REPO = Path(__file__).resolve().parents[2]
-TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 
-
-def taintport(tmp_path, *args):
-    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([*TAINTPORT, *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=tmp_path)
-    print(proc.stdout, proc.stderr)
-    return proc
 
 
 # 4. a version name that is a path
 
 @pytest.mark.parametrize("verb", ["build", "boot", "apply"])
 @pytest.mark.parametrize("name", ["../../outside/data", "{tmp}/outside/data", "a/b"])
-def test_a_version_that_is_a_path_touches_nothing(tmp_path, verb, name):
+def test_a_version_that_is_a_path_touches_nothing(tmp_path, verb, name, taintport):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "data.lock").write_text("a file that held data\n")
-    proc = taintport(tmp_path, verb, "--version", name.format(tmp=tmp_path),
+    proc = taintport(verb, "--version", name.format(tmp=tmp_path),
                      "--variant", "upstream")
     assert proc.returncode == 2
     assert "unknown version(s)" in proc.stderr and "Traceback" not in proc.stderr

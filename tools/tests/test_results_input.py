@@ -6,10 +6,7 @@ docs/faults.md ("Results folders") maps each case here.
 """
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,19 +14,10 @@ import pytest
 
 from taintport import render, report
 
-REPO = Path(__file__).resolve().parents[2]
-TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
 TRIXIE = RESULTS / "trixie-6.12"
 
-
-def taintport(tmp_path, *args):
-    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([*TAINTPORT, *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
-    print(proc.stdout, proc.stderr)
-    return proc
 
 
 def edited(tmp_path, edit, source=BOOKWORM, name="run"):
@@ -57,48 +45,48 @@ def refused(proc, *words):
 # 1. paths and names in results
 
 @pytest.mark.parametrize("path", ["/etc/passwd", "../../../../etc/passwd"])
-def test_report_refuses_a_log_path_outside_the_folder(tmp_path, path):
+def test_report_refuses_a_log_path_outside_the_folder(tmp_path, path, taintport):
     run = edited(tmp_path, lambda doc: doc["cells"][0]["logs"].update(console=path))
     before = listing(run)
-    proc = taintport(tmp_path, "report", run)
+    proc = taintport("report", run)
     refused(proc, "matrix.json: cells[0].logs.console", path)
     assert listing(run) == before, "nothing written"
 
 
-def test_report_refuses_a_log_linked_outside_the_folder(tmp_path):
+def test_report_refuses_a_log_linked_outside_the_folder(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: None)
     console = run / "bookworm-6.1" / "upstream" / "console.log"
     console.unlink()
     console.symlink_to("/etc/passwd")
     before = listing(run)
-    proc = taintport(tmp_path, "report", run)
+    proc = taintport("report", run)
     refused(proc, "cells[0].logs.console", "leads outside the results folder")
     assert listing(run) == before
 
 
-def test_report_refuses_a_patch_name_that_is_a_path(tmp_path):
+def test_report_refuses_a_patch_name_that_is_a_path(tmp_path, taintport):
     def edit(doc):
         doc["cells"][2]["inputs"]["series"] = {"../../../../etc/passwd": "0" * 64}
-    proc = taintport(tmp_path, "report", edited(tmp_path, edit))
+    proc = taintport("report", edited(tmp_path, edit))
     refused(proc, "cells[2].inputs.series", "group/name.patch")
 
 
-def test_merge_refuses_a_version_that_is_a_path(tmp_path):
+def test_merge_refuses_a_version_that_is_a_path(tmp_path, taintport):
     def edit(doc):
         doc["cells"][0]["version"] = "../payload"
     job = edited(tmp_path, edit, name="job")
     shutil.copytree(job / "bookworm-6.1", tmp_path / "payload")  # job/../payload
     out = tmp_path / "ci" / "merged"
-    proc = taintport(tmp_path, "report", "merge", job, TRIXIE, "--out", out)
+    proc = taintport("report", "merge", job, TRIXIE, "--out", out)
     refused(proc, "cells[0].version", "'../payload'")
     assert not (tmp_path / "ci").exists(), "nothing written, in --out or beside it"
 
 
-def test_merge_copies_no_link_into_the_merged_folder(tmp_path):
+def test_merge_copies_no_link_into_the_merged_folder(tmp_path, taintport):
     job = edited(tmp_path, lambda doc: None, name="job")
     (job / "bookworm-6.1" / "secret").symlink_to("/etc/passwd")
     out = tmp_path / "merged"
-    proc = taintport(tmp_path, "report", "merge", job, TRIXIE, "--out", out)
+    proc = taintport("report", "merge", job, TRIXIE, "--out", out)
     assert proc.returncode == 0
     assert (out / "bookworm-6.1" / "upstream" / "console.log").exists()
     assert not (out / "bookworm-6.1" / "secret").exists()
@@ -128,36 +116,36 @@ def damaged(tmp_path, how, name="run"):
 
 
 @pytest.mark.parametrize("how", MALFORMED)
-def test_damaged_matrix_is_an_error_naming_file_and_field(tmp_path, how):
+def test_damaged_matrix_is_an_error_naming_file_and_field(tmp_path, how, taintport):
     field = MALFORMED[how][1]
     run = damaged(tmp_path, how)
     before = listing(run)
-    refused(taintport(tmp_path, "report", run), f"{run}/matrix.json", field)
-    refused(taintport(tmp_path, "report", "compare", BOOKWORM, run), "matrix.json", field)
+    refused(taintport("report", run), f"{run}/matrix.json", field)
+    refused(taintport("report", "compare", BOOKWORM, run), "matrix.json", field)
     out = tmp_path / "merged"
-    refused(taintport(tmp_path, "report", "merge", TRIXIE, run, "--out", out), field)
+    refused(taintport("report", "merge", TRIXIE, run, "--out", out), field)
     assert listing(run) == before and not out.exists()
 
 
-def test_resume_of_a_truncated_cell_is_an_error_naming_it(tmp_path):
+def test_resume_of_a_truncated_cell_is_an_error_naming_it(tmp_path, taintport):
     run = tmp_path / "run"
     shutil.copytree(BOOKWORM, run)
     cell = run / "bookworm-6.1" / "reverted" / "cell.json"
     cell.write_text(cell.read_text()[:200])
     before = listing(run)
-    proc = taintport(tmp_path, "matrix", "--versions", "bookworm-6.1", "--resume", run)
+    proc = taintport("matrix", "--versions", "bookworm-6.1", "--resume", run)
     refused(proc, str(cell), "cannot read")
     assert [entry for entry in listing(run) if ".taintport-run.lock" not in entry[0]] == before
 
 
-def test_resume_of_a_cell_with_a_wrong_type_is_an_error_naming_the_field(tmp_path):
+def test_resume_of_a_cell_with_a_wrong_type_is_an_error_naming_the_field(tmp_path, taintport):
     run = tmp_path / "run"
     shutil.copytree(BOOKWORM, run)
     path = run / "bookworm-6.1" / "upstream" / "cell.json"
     cell = json.loads(path.read_text())
     cell["timings"]["boot"] = "fast"
     path.write_text(json.dumps(cell))
-    proc = taintport(tmp_path, "matrix", "--versions", "bookworm-6.1", "--resume", run)
+    proc = taintport("matrix", "--versions", "bookworm-6.1", "--resume", run)
     refused(proc, str(path), "cell.timings.boot: expected seconds")
 
 
@@ -166,7 +154,7 @@ def test_resume_of_a_cell_with_a_wrong_type_is_an_error_naming_the_field(tmp_pat
 GUEST = "guest says \x1b]0;pwned\x07\x1b[2J\x1b[31mred\u202e"
 
 
-def test_control_characters_never_leave_the_tool(tmp_path):
+def test_control_characters_never_leave_the_tool(tmp_path, taintport):
     def edit(doc):
         doc["started"] = "2026-12-03T10:00:00\x1b[2J\x00Z"
         first = doc["cells"][0]
@@ -176,7 +164,7 @@ def test_control_characters_never_leave_the_tool(tmp_path):
         first["checks"][0]["diagnostics"] = [GUEST]
         first["panic"] = [GUEST]
     run = edited(tmp_path, edit)
-    proc = taintport(tmp_path, "report", run)
+    proc = taintport("report", run)
     assert proc.returncode == 0
     ET.parse(run / "junit.xml")  # well-formed
     for name in ("junit.xml", "summary.md"):
@@ -188,7 +176,7 @@ def test_control_characters_never_leave_the_tool(tmp_path):
     assert "\x1b" not in table.getvalue() and "\\x1b]0;pwned" in table.getvalue()
 
 
-def test_a_version_name_with_control_characters_is_refused(tmp_path):
+def test_a_version_name_with_control_characters_is_refused(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: doc["cells"][1].update(version="bookworm\x1b[2J-6.1"))
-    refused(taintport(tmp_path, "report", run), "cells[1].version", "\\x1b")
+    refused(taintport("report", run), "cells[1].version", "\\x1b")
     assert not (run / "junit.xml").exists()

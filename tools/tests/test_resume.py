@@ -9,8 +9,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,25 +19,12 @@ from taintport.cache import Cache
 from taintport.process import STOPPING
 
 from test_fetch import make_deb, publish, sha, version
+from test_results_input import listing
 
-REPO = Path(__file__).resolve().parents[2]
-TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 BOOKWORM = Path(__file__).parent / "data" / "results" / "bookworm-6.1"
 VERSION = "bookworm-6.1"
 VARIANTS = ["upstream", "reverted", "backported"]  # the fixture's cells
 
-
-def taintport(tmp_path, *args):
-    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([*TAINTPORT, *map(str, args)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=tmp_path)
-    print(proc.stdout, proc.stderr)
-    return proc
-
-
-def listing(folder):
-    return sorted((str(p.relative_to(folder)), p.stat().st_mtime_ns)
-                  for p in Path(folder).rglob("*"))
 
 
 def keyed(tmp_path):
@@ -61,20 +46,20 @@ def keyed(tmp_path):
 
 # 7. --out and --resume never lose cells
 
-def test_an_out_folder_holding_results_is_refused(tmp_path):
+def test_an_out_folder_holding_results_is_refused(tmp_path, taintport):
     out = tmp_path / "run"
     shutil.copytree(BOOKWORM, out)
     before = listing(out)
-    proc = taintport(tmp_path, "matrix", "--versions", VERSION, "--out", out)
+    proc = taintport("matrix", "--versions", VERSION, "--out", out)
     assert proc.returncode == 2
     assert "already holds results" in proc.stderr and f"--resume {out}" in proc.stderr
     assert listing(out) == before
 
 
-def test_a_results_folder_being_written_is_refused_to_a_second_run(tmp_path):
+def test_a_results_folder_being_written_is_refused_to_a_second_run(tmp_path, taintport):
     out = tmp_path / "run"
     with results.writing(out):
-        proc = taintport(tmp_path, "matrix", "--versions", VERSION, "--out", out)
+        proc = taintport("matrix", "--versions", VERSION, "--out", out)
     assert proc.returncode == 2
     assert f"pid {os.getpid()} is writing this results folder" in proc.stderr
     assert [p.name for p in out.iterdir()] == [results.LOCK]
@@ -120,10 +105,10 @@ def test_resume_runs_again_the_cells_whose_inputs_changed(tmp_path, monkeypatch)
     assert not done and [t[0] for t in todo] == VARIANTS
 
 
-def test_the_report_says_which_cells_were_resumed(tmp_path):
+def test_the_report_says_which_cells_were_resumed(tmp_path, taintport):
     out, runner, pinned = keyed(tmp_path)
     runner.run([pinned], VARIANTS)
-    proc = taintport(tmp_path, "report", out)
+    proc = taintport("report", out)
     assert proc.returncode == 0
     assert (out / "summary.md").read_text().count("resumed: kept from the earlier run") == 3
 
