@@ -167,7 +167,7 @@ def test_control_characters_never_leave_the_tool(tmp_path, taintport):
     proc = taintport("report", run)
     assert proc.returncode == 0
     ET.parse(run / "junit.xml")  # well-formed
-    for name in ("junit.xml", "summary.md"):
+    for name in ("junit.xml", "summary.md", "index.html"):
         text = (run / name).read_text()
         assert not any(c in text for c in "\x1b\x07\x00\x0b\u202e"), name
     assert "\\x1b[31mred" in (run / "summary.md").read_text()

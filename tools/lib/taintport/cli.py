@@ -348,7 +348,7 @@ def cmd_boot(args, cache):
     print(f"\n{version.name} {args.variant}: {judgement.status.value} "
           f"({accel.name}, {booted.seconds:.1f}s, console {console})")
     for line in judgement.errors:
-        print(f"  error: {line}")
+        print(f"  error: {results.printable(line)}")
     for check in judgement.failing:
         print(f"  {check.name}: expected {check.expected}, observed {check.observed}")
     return {"as-expected": 0, "unexpected": 1}.get(judgement.status.value, 2)
