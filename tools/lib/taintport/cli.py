@@ -240,12 +240,14 @@ def cmd_check(args, cache):
             seen.add(version.suite)
             templates.append(version)
     log = cache.root / "logs" / "check-point-releases.log"
-    bad = 0
+    verdicts = []
     for o in pointreleases.check_all(cache, templates, log):
         print(f"{o.suite:13} {o.package:18} {o.version:18} {o.verdict} ({o.seconds:.1f}s)",
               flush=True)
-        bad += o.verdict != "already upstream"
-    return 1 if bad else 0
+        verdicts.append(o.verdict)
+    if any(v.startswith("error:") for v in verdicts):
+        return 2  # a version the check could not read says nothing about its kernel
+    return 1 if any(v != "already upstream" for v in verdicts) else 0
 
 
 def cmd_bench(args, cache):
