@@ -59,18 +59,17 @@ def test_kvm_that_fails_falls_back_to_tcg(tmp_path):
 def test_inspect_of_a_tree_that_does_not_exist_is_an_error(tmp_path):
     proc = taintport("inspect", "--tree", str(tmp_path / "nonexistent"))
     assert proc.returncode == 2
-    assert f"--tree {tmp_path / 'nonexistent'}: no such folder" in proc.stderr
+    assert f"{tmp_path / 'nonexistent'}: no such folder" in proc.stderr
 
 
 def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     (tree / "kernel" / "tracepoint.c").unlink()
     proc = taintport("inspect", "--tree", str(tree))
-    assert proc.returncode == 2
-    assert re.search(r"^tracepoint +missing +kernel/tracepoint.c +file not found$",
+    assert re.search(r"^  tracepoint +missing +kernel/tracepoint.c +file not found$",
                      proc.stdout, re.M)
-    assert "file not found for piece(s) tracepoint (kernel/tracepoint.c)" in proc.stderr
     proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "out"))
     assert proc.returncode == 2
-    assert "layer piece tracepoint: kernel/tracepoint.c: file not found" in proc.stderr
+    assert "kernel/tracepoint.c: expected the file" in proc.stderr
+    assert "file not found" in proc.stderr
     assert not (tmp_path / "out").exists()

@@ -191,7 +191,8 @@ def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
     path = tmp_path / "test-9.9.toml"
     path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nsuite = "testsuite"\n'
                     f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n'
-                    f'version = "9.9.0-1"\nsha256 = "{"0" * 64}"\nsize = 1\n')
+                    f'version = "9.9.0-1"\nsha256 = "{"0" * 64}"\nsize = 1\n'
+                    'ships = ["unsigned"]\n')
     v = versions.load(path)
     old, new = fetch.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
     assert (old, new) == ("9.9.0-1", "9.9.2-1")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import REPO, layer
+from taintport import REPO, fixes, layer
 
 FIXTURES = REPO / "semantic-patches" / "tests"
 INPUTS = sorted(FIXTURES.glob("*.c"))
@@ -50,7 +50,7 @@ def test_fixture_already_fixed_is_left_alone(res):
 def test_every_fixture_has_an_outcome_and_every_outcome_an_input():
     for outcome in OUTCOMES:
         fixture, piece, _ = _outcome(outcome)
-        assert fixture.exists() and piece in layer.SPEC, outcome.name
+        assert fixture.exists() and piece in fixes.SPEC, outcome.name
     assert {p for p in INPUTS} == {_outcome(o)[0] for o in OUTCOMES}
 
 
@@ -75,6 +75,11 @@ SHAPES = {
     ("module-flags", "explicit if per letter"): {"missing", "present"},
     ("module-flags", "loop over taint_flags[]"): {"present"},
     ("trace-event", "show_module_flags #define"): {"missing", "present"},
+    ("livepatch", "tracepoint_module_coming() inline mask: OOT_MODULE|CRAP"): {"missing"},
+    ("livepatch", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|UNSIGNED_MODULE"):
+        {"missing", "present"},
+    ("livepatch", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|UNSIGNED_MODULE|TEST"):
+        {"missing", "present"},
 }
 
 
@@ -82,10 +87,12 @@ def test_fixtures_cover_every_shape_missing_and_fixed():
     seen = {}
     for fixture in INPUTS + sorted(FIXTURES.glob("*.res")):
         _, piece, letter = _outcome(fixture)
-        spec = layer.SPEC[piece]
+        spec = fixes.SPEC[piece]
         found = spec.recognise(fixture.read_text(), spec.paths[-1], letter)
         if found:
-            shape = found.piece.shape.replace("|UNSIGNED_MODULE", "")
+            shape = found.piece.shape
+            if piece == "tracepoint":
+                shape = shape.replace("|UNSIGNED_MODULE", "")
             seen.setdefault((piece, shape), set()).add(found.piece.state)
     for shape, states in SHAPES.items():
         assert states <= seen.get(shape, set()), shape
@@ -123,7 +130,11 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     patch = layer.generate(tree)
     assert _digest(tree) == before, "generate() must not touch the tree"
     assert not patch.empty
-    assert [p.state for p in patch.pieces] == ["missing"] * 6
+    unsigned, livepatch = patch.patches
+    assert [p.state for p in unsigned.pieces] == ["missing"] * 6
+    assert unsigned.diff == patch.diff
+    # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why
+    assert livepatch.state == "not applicable" and "predates livepatch" in livepatch.not_applicable
     headers = re.findall(r"^--- a/(\S+)\n\+\+\+ b/(\S+)$", patch.diff, re.M)
     assert [a for a, b in headers] == sorted(TREE_310) and all(a == b for a, b in headers)
 
@@ -139,8 +150,49 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
 def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
     patch = layer.generate(_tree(tmp_path, ".res"))
     assert patch.diff == "" and patch.empty
-    assert patch.summary == "already upstream"
-    assert all(p.state == "present" for p in patch.pieces)
+    assert [fp.state for fp in patch.patches] == ["already upstream", "not applicable"]
+    assert patch.summary == "unsigned: already upstream; livepatch: not applicable"
+    assert all(p.state == "present" for p in patch.patches[0].pieces)
+
+
+def _tree_with_livepatch(root, suffix, mask):
+    """A 4.x+ tree: TAINT_LIVEPATCH defined, the mask as given."""
+    tree = _tree(root, suffix)
+    header = tree / "include/linux/kernel.h"
+    header.write_text(header.read_text() + "#define TAINT_LIVEPATCH\t\t15\n")
+    (tree / "kernel/tracepoint.c").write_text((FIXTURES / mask).read_text())
+    return tree
+
+
+def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
+    tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c")
+    patch = layer.generate(tree)
+    unsigned, livepatch = patch.patches
+    assert unsigned.state == livepatch.state == "carried"
+    assert "kernel/tracepoint.c" not in unsigned.diff  # the mask already has UNSIGNED
+    assert livepatch.diff.count("+++ b/") == 1 and "+++ b/kernel/tracepoint.c" in livepatch.diff
+    assert "+\t\t\t\t(1 << TAINT_LIVEPATCH));\n" in livepatch.diff
+    assert livepatch.adapted == ()  # the 6.1 mask: upstream's own hunk
+    assert patch.summary == ("unsigned: carried define, letter, sigcheck, module-flags, "
+                             "trace-event; livepatch: carried livepatch")
+
+
+def test_the_510_mask_is_adapted_and_says_so(tmp_path):
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
+    patch = layer.generate(tree)
+    assert patch.patches[0].state == "already upstream"
+    assert patch.patches[1].adapted and "adapted" in patch.patches[1].adapted[0]
+
+
+def test_a_tree_before_module_signing_cannot_have_the_unsigned_bug(tmp_path):
+    tree = _tree(tmp_path / "tree", ".c")
+    module = tree / "kernel/module.c"
+    module.write_text(module.read_text().replace("sig_ok", "verified"))
+    fix_state = layer.inspect_fixes(tree)[0]
+    assert fix_state.state == "not applicable"
+    assert "predates module signing (v3.7" in fix_state.not_applicable
+    patch = layer.generate(tree)
+    assert patch.empty and patch.patches[0].state == "not applicable"
 
 
 def test_letter_x_reproduces_the_2014_posting_where_x_is_free(tmp_path):
@@ -171,6 +223,15 @@ def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
     assert "TAINT_CRAP" in caught.value.expected
 
 
+def test_a_missing_file_says_so(tmp_path):
+    tree = _tree(tmp_path, ".c")
+    (tree / "kernel/tracepoint.c").unlink()
+    assert layer.inspect(tree)[3] == layer.Piece("tracepoint", "file not found",
+                                                 "kernel/tracepoint.c", 0, "missing")
+    with pytest.raises(layer.LayerError, match="tracepoint.c: expected the file .*file not found"):
+        layer.generate(tree)
+
+
 def test_inspect_reports_shape_file_line_and_state(tmp_path):
     pieces = layer.inspect(_tree(tmp_path, ".c"))
     assert [(p.name, p.path, p.line, p.state) for p in pieces] == [
@@ -180,6 +241,7 @@ def test_inspect_reports_shape_file_line_and_state(tmp_path):
         ("tracepoint", "kernel/tracepoint.c", 15, "missing"),
         ("module-flags", "kernel/module.c", 60, "missing"),
         ("trace-event", "include/trace/events/module.h", 9, "missing"),
+        ("livepatch", "kernel/tracepoint.c", 15, "missing"),
     ]
 
 

@@ -231,7 +231,7 @@ def test_summary_puts_unexpected_and_error_first(trixie):
 def test_summary_of_a_clean_run(bookworm):
     text = summary.render(bookworm)
     assert "## Unexpected and error cells\n\nnone\n" in text
-    assert "3 cells: 3 as-expected, 0 unexpected, 0 error; exit 0" in text
+    assert "3 cells: 3 as-expected, 0 known-bug, 0 unexpected, 0 error; exit 0" in text
 
 
 # index.html
@@ -440,3 +440,46 @@ def test_a_reused_cell_says_so(bookworm):
     assert build["misc"]["reused"] is True
     assert "backported 8.9s (reused)" in summary.render(doc)
     assert "inputs unchanged since a stored run" in htmlpage.render(doc, BOOKWORM)
+
+
+def known_bug_doc(bookworm):
+    """bookworm-6.1 as shipped lacks the livepatch fix: a known-bug cell."""
+    doc = copy.deepcopy(bookworm)
+    up = cell(doc, "upstream")
+    up["status"] = "known-bug"
+    up["fixes"] = {"unsigned": "present", "livepatch": "missing"}
+    cell(doc, "reverted")["fixes"] = {"unsigned": "reconstructed", "livepatch": "missing"}
+    cell(doc, "backported")["fixes"] = {"unsigned": "carried", "livepatch": "carried"}
+    return doc
+
+
+def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm, tmp_path):
+    doc = known_bug_doc(bookworm)
+    text = summary.render(doc)
+    assert ("## Known bugs of the kernels as shipped\n\n* bookworm-6.1 upstream (as shipped): "
+            "livepatch module tainted K, its trace events missing (e7bb66f79a7b, v6.3")  in text
+    assert re.search(r"bookworm-6.1\s+livepatch\s+missing\s+missing\s+carried", text)
+    assert "## Unexpected and error cells\n\nnone\n" in text
+    assert "known bug as shipped: livepatch fix missing" in text
+    assert report_exit(doc) == 0
+    page = htmlpage.render(doc, BOOKWORM)
+    assert 'class="known"' in page and "livepatch module tainted K" in page
+    assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
+    xml = ET.fromstring(junit.render(doc))
+    suite = next(s for s in xml if s.get("name") == "bookworm-6.1.upstream")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["status"] == "known-bug" and props["fix.livepatch"] == "missing"
+    assert suite.get("failures") == "0"
+    test = next(t for t in kcidb.report(doc)["tests"]
+                if t["id"] == "taintport:bookworm-6.1:upstream")
+    assert test["status"] == "PASS" and test["misc"]["fixes"]["livepatch"] == "missing"
+
+
+def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):
+    changes = compare.compare(known_bug_doc(bookworm), bookworm)
+    assert [(c.variant, c.kind) for c in changes] == [("upstream", "change")]
+
+
+def report_exit(doc):
+    from taintport import report
+    return report.exit_code(doc["cells"])

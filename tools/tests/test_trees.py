@@ -3,6 +3,7 @@
 Needs the kernel sources (fetched into the cache on first use, about 15 s
 each); no kernel is built here.
 """
+import re
 import shutil
 from contextlib import contextmanager
 import subprocess
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import fetch, layer, series, versions
+from taintport import fetch, fixes, series, versions
 from taintport.cache import Cache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,19 +44,31 @@ def taintport(*args):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_series_is_fresh_identical_and_idempotent(name):
-    """regen --check: no drift, upstream gets an empty change, reverted+layer == upstream."""
+    """regen --check: no drift; on the tree as shipped the layer carries exactly
+    what the descriptor says it lacks; reverted + layer == shipped + layer."""
     proc = taintport("regen", "--check", "--versions", name)
     assert proc.returncode == 0
-    assert "up to date" in proc.stdout and "already upstream" in proc.stdout
+    assert "up to date" in proc.stdout
+    ships = versions.select([name])[0].ships
+    if set(ships) == set(fixes.NAMES):
+        assert "as shipped: already upstream" in proc.stdout
+    else:
+        assert "unsigned: already upstream; livepatch: carried livepatch" in proc.stdout
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_inspect_reports_every_piece_present(name):
+def test_inspect_lists_each_fix_as_the_descriptor_ships_it(name):
+    ships = versions.select([name])[0].ships
     with held_tree(name) as (cache, tree):
         series.switch(tree, series.load(name), "upstream", cache.root / "logs" / "t.log")
         proc = taintport("inspect", "--tree", str(tree))
     assert proc.returncode == 0
-    assert proc.stdout.count(" present ") == len(layer.PIECES)
+    for fix in fixes.FIXES:
+        state = "present" if fix.name in ships else "missing"
+        assert re.search(rf"^{fix.name}:\s+{state}\s+{fix.commit[:12]}", proc.stdout, re.M)
+        for spec in fix.pieces:  # piece by piece, with file:line
+            assert re.search(rf"^  {spec.name}\s+{state}\s+\S+:\d+\s", proc.stdout, re.M), \
+                spec.name
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +77,7 @@ def small_reverted_tree(tmp_path_factory):
     name = "bookworm-6.1"
     base = tmp_path_factory.mktemp("own")
     with held_tree(name) as (cache, tree):
-        for variant in ("upstream", "reverted"):
+        for variant in ("upstream", "reverted", "patched"):
             series.switch(tree, series.load(name), variant, cache.root / "logs" / "t.log")
             out = base / variant
             (out / "kernel").mkdir(parents=True)
@@ -85,11 +98,12 @@ def test_apply_own_tree_gives_upstream_back(small_reverted_tree, tmp_path):
     tree = tmp_path / "t"
     shutil.copytree(small_reverted_tree / "reverted", tree)
     proc = taintport("apply", "--tree", str(tree))
-    assert proc.returncode == 0 and "pushed as" in proc.stdout
+    assert proc.returncode == 0 and proc.stdout.count("  pushed: ") == 2
+    # 6.1 lacks the livepatch fix: the whole layer gives upstream + that fix
     for rel in PIECE_FILES:
         if (tree / rel).exists():
-            assert (tree / rel).read_bytes() == (small_reverted_tree / "upstream" / rel).read_bytes()
-    again = taintport("apply", "--tree", str(small_reverted_tree / "upstream"))
+            assert (tree / rel).read_bytes() == (small_reverted_tree / "patched" / rel).read_bytes()
+    again = taintport("apply", "--tree", str(small_reverted_tree / "patched"))
     assert again.returncode == 0 and "already upstream" in again.stdout
 
 
@@ -98,10 +112,43 @@ def test_export_writes_series_and_leaves_tree(small_reverted_tree, tmp_path):
     before = snapshot(tree)
     proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "out"))
     assert proc.returncode == 0
-    assert (tmp_path / "out" / "series").read_text().startswith("taintport/")
-    text = next((tmp_path / "out" / "taintport").glob("*.patch")).read_text()
-    assert "Origin: upstream, commit:66cc69e34e86" in text
+    listed = (tmp_path / "out" / "series").read_text().split()
+    assert listed == ["taintport/0001-module-add-TAINT_UNSIGNED_MODULE.patch",
+                      "taintport/0002-tracepoint-Allow-livepatch-module-add-trace-event.patch"]
+    text = (tmp_path / "out" / listed[0]).read_text()
+    assert "Origin: backport, https://git.kernel.org/linus/66cc69e34e86" in text
+    # the header names the tree it was made for, not a matrix variant
+    assert f"on the tree at {tree.resolve()}]" in text and "reverted tree" not in text
     assert snapshot(tree) == before
+
+
+def test_the_61_livepatch_patch_is_upstreams_hunk_and_a_stable_mail(small_reverted_tree,
+                                                                     tmp_path):
+    """bookworm 6.1 as shipped: one patch, e7bb66f79a7b's own two lines."""
+    tree = small_reverted_tree / "upstream"
+    proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "q"))
+    assert proc.returncode == 0
+    (patch,) = (tmp_path / "q" / "taintport").glob("*.patch")
+    text = patch.read_text()
+    for field in ("Subject: tracepoint: Allow livepatch module add trace event",
+                  "Origin: backport, https://git.kernel.org/linus/"
+                  "e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032",
+                  "Applied-Upstream: v6.3, commit:e7bb66f79a7b", "Forwarded: stable@vger"):
+        assert field in text
+    added = [line for line in text.splitlines() if line.startswith("+") and "<<" in line]
+    assert added == ["+\t\t\t\t(1 << TAINT_UNSIGNED_MODULE) | (1 << TAINT_TEST) |",
+                     "+\t\t\t\t(1 << TAINT_LIVEPATCH));"]
+    assert "adapted" not in text
+    mail = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "m"), "--mail")
+    assert mail.returncode == 0
+    (sent,) = (tmp_path / "m").glob("*.patch")
+    body = sent.read_text()
+    assert body.startswith("From e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 Mon Sep 17")
+    assert "Subject: [PATCH 6.1.y] tracepoint: Allow livepatch module add trace event" in body
+    assert "\ncommit e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 upstream.\n" in body
+    assert " kernel/tracepoint.c | 4 ++--\n" in body
+    assert subprocess.run(["git", "mailinfo", "/dev/null", "/dev/null"], input=body,
+                          capture_output=True, text=True).stdout.startswith("Author: Jianlin Lv")
 
 
 def test_unknown_shape_errors_and_leaves_tree_unchanged(small_reverted_tree, tmp_path):

@@ -20,9 +20,11 @@ def test_unknown_version_lists_valid_ones():
 def write(tmp_path, stem, **fields):
     base = dict(name=stem, distribution="debian", suite="bookworm",
                 archive="http://deb.debian.org/debian", component="main",
-                package="linux-source-6.1", version="6.1.1-1", sha256="a" * 64, size=1)
+                package="linux-source-6.1", version="6.1.1-1", sha256="a" * 64, size=1,
+                ships=["unsigned"])
     base.update(fields)
-    lines = [f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}" for k, v in base.items()]
+    lines = [f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}".replace("'", '"')
+             for k, v in base.items()]
     path = tmp_path / f"{stem}.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -45,3 +47,19 @@ def test_unknown_field_is_refused(tmp_path):
     path = write(tmp_path, "x-1", colour="red")
     with pytest.raises(InputError, match="unknown field"):
         versions.load(path)
+
+
+def test_ships_names_fixes_of_the_family(tmp_path):
+    v = versions.load(write(tmp_path, "x-1", ships=["unsigned", "livepatch"]))
+    assert v.ships == ("unsigned", "livepatch")
+    with pytest.raises(InputError, match=r"x-1.toml: ships: unknown fix 'kpatch'; valid: "):
+        versions.load(write(tmp_path, "x-1", ships=["kpatch"]))
+    with pytest.raises(InputError, match="x-1.toml: ships must be a list"):
+        versions.load(write(tmp_path, "x-1", ships="unsigned"))
+
+
+def test_repository_descriptors_say_which_fixes_ship():
+    ships = {v.name: v.ships for v in versions.all_versions()}
+    assert ships["bookworm-6.1"] == ("unsigned",)
+    assert ships["bullseye-5.10"] == ("unsigned",)
+    assert ships["trixie-6.12"] == ("unsigned", "livepatch")

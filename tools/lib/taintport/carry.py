@@ -1,88 +1,116 @@
 """Carry the layer onto a maintainer's own tree, as a quilt series.
 
 `taintport apply --tree DIR` generates the layer for that tree (spatch, no
-change to the tree yet), then pushes it with quilt --fuzz=0 from the tree's
+change to the tree yet): one patch per fix the tree lacks, with a DEP-3
+header naming that tree. It pushes them with quilt --fuzz=0 from the tree's
 own patches/ folder. All or nothing: if generation fails, nothing is
-written; if the push fails, the patch is popped and removed again, so the
-tree is byte for byte as it was. `--export DIR` only writes the series
-(appended to a series DIR already has).
+written; if a push fails, everything pushed is popped and removed again, so
+the tree is byte for byte as it was. `--export DIR` only writes the patches
+and appends them to DIR/series (never dropping a line there); with `--mail`
+it writes each as a mail for the stable list instead.
 """
+import re
 import shutil
-import time
 from pathlib import Path
 
-from . import layer, regen
-from .cache import write_atomic
+from . import dep3, layer
 from .errors import InputError
 from .process import require, run
 
-PATCH_NAME = "taintport/0001-module-add-TAINT_UNSIGNED_MODULE.patch"
+FOLDER = "taintport"
 
 
-def patch_text(tree, letter):
+def carried(tree, letter):
+    """(LayerPatch, {series name: patch text}) for the fixes tree lacks."""
     generated = layer.generate(tree, letter)
-    if generated.empty:
-        return generated, ""
-    header = regen.HEADER.format(version=str(tree), letter=letter,
-                                 date=time.strftime("%Y-%m-%d"))
-    return generated, header + regen.SEPARATOR + generated.diff
+    texts = {f"{FOLDER}/{i:04d}-{fp.fix.patch_name}.patch":
+             dep3.patch_file(fp, f"the tree at {Path(tree).resolve()}", letter)
+             for i, fp in enumerate(generated.carried, start=1)}
+    return generated, texts
 
 
-def export(tree, letter, folder):
-    generated, text = patch_text(tree, letter)
-    if not text:
-        return generated, None
-    folder = Path(folder)
-    (folder / PATCH_NAME).parent.mkdir(parents=True, exist_ok=True)
-    (folder / PATCH_NAME).write_text(text)
-    append_series(folder, [PATCH_NAME])
-    return generated, folder / PATCH_NAME
+def kernel_series(tree):
+    """"6.1" from a tree's top Makefile (VERSION, PATCHLEVEL)."""
+    text = (Path(tree) / "Makefile").read_text(errors="replace")
+    found = dict(re.findall(r"^(VERSION|PATCHLEVEL) = (\d+)$", text, re.M))
+    if len(found) != 2:
+        raise InputError(f"{tree}/Makefile: no VERSION and PATCHLEVEL lines")
+    return f"{found['VERSION']}.{found['PATCHLEVEL']}"
 
 
 def append_series(folder, names):
-    """Add the names an existing folder/series lacks, at its end; never drop a line."""
+    """Add names to folder/series after what it lists; never drop a line."""
     series_file = Path(folder) / "series"
     old = series_file.read_text() if series_file.exists() else ""
-    listed = {line.split("#", 1)[0].split()[0] for line in old.splitlines()
-              if line.split("#", 1)[0].strip()}
-    new = "".join(f"{name}\n" for name in names if name not in listed)
+    listed = {line.split("#", 1)[0].strip() for line in old.splitlines()}
+    new = [n for n in names if n not in listed]
     if new:
-        write_atomic(series_file, old + ("\n" if old and not old.endswith("\n") else "") + new)
+        series_file.write_text(old + ("" if not old or old.endswith("\n") else "\n")
+                               + "".join(f"{n}\n" for n in new))
+
+
+def export(tree, letter, folder, mail=False):
+    """Write the layer's patches to folder; returns (LayerPatch, paths written)."""
+    folder = Path(folder)
+    if mail:
+        generated = layer.generate(tree, letter)
+        texts = {f"{i:04d}-{fp.fix.patch_name}.patch": dep3.mail(fp, kernel_series(tree), letter)
+                 for i, fp in enumerate(generated.carried, start=1)}
+    else:
+        generated, texts = carried(tree, letter)
+    taken = [name for name in texts if (folder / name).exists()]
+    if taken:
+        raise InputError(f"{folder / taken[0]} exists: the layer was exported there before; "
+                         "remove it first")
+    for name, text in texts.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    if texts and not mail:
+        append_series(folder, list(texts))
+    return generated, [folder / name for name in texts]
 
 
 def apply(tree, letter, log):
-    """Push the layer onto tree with quilt; returns (LayerPatch, patch path or None)."""
+    """Push the layer onto tree with quilt; returns (LayerPatch, patch paths)."""
     require("quilt", "quilt")
     tree = Path(tree)
     if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
         raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
-    generated, text = patch_text(tree, letter)
-    if not text:
-        return generated, None
+    generated, texts = carried(tree, letter)
+    if not texts:
+        return generated, []
     patches = tree / "patches"
-    target = patches / PATCH_NAME
-    if target.exists():
-        raise InputError(f"{target} exists: the layer was exported or applied here before; "
-                         "pop and remove it first")
+    taken = [name for name in texts if (patches / name).exists()]
+    if taken:
+        raise InputError(f"{patches / taken[0]} exists: the layer was exported or applied "
+                         "here before; pop and remove it first")
     series_file = patches / "series"
     had_patches, had_series = patches.exists(), series_file.exists()
     old_series = series_file.read_text() if had_series else None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
-    series_file.write_text((old_series or "") + f"{PATCH_NAME}\n")
+    for name, text in texts.items():
+        (patches / name).parent.mkdir(parents=True, exist_ok=True)
+        (patches / name).write_text(text)
+    append_series(patches, list(texts))
     env = {"QUILT_PATCHES": "patches", "LC_ALL": "C"}
-    proc = run(["quilt", "--quiltrc=-", "push", "--fuzz=0", PATCH_NAME], stage="apply",
-               cwd=tree, env=env, log=log, check=False)
-    if proc.returncode != 0:
-        # undo everything this call wrote
-        if not had_patches:
-            shutil.rmtree(patches)
-        else:
-            target.unlink()
-            if had_series:
-                series_file.write_text(old_series)
+    pushed = 0
+    for name in texts:
+        proc = run(["quilt", "--quiltrc=-", "push", "--fuzz=0", name], stage="apply",
+                   cwd=tree, env=env, log=log, check=False)
+        if proc.returncode != 0:
+            for _ in range(pushed):
+                run(["quilt", "--quiltrc=-", "pop", "-f"], stage="apply", cwd=tree, env=env,
+                    log=log, check=False)
+            # undo everything this call wrote
+            if not had_patches:
+                shutil.rmtree(patches)
             else:
-                series_file.unlink()
-        raise InputError(f"{tree}: quilt could not push the layer with --fuzz=0; the tree "
-                         f"is unchanged (see {log})")
-    return generated, target
+                for written in texts:
+                    (patches / written).unlink(missing_ok=True)
+                if had_series:
+                    series_file.write_text(old_series)
+                else:
+                    series_file.unlink()
+            raise InputError(f"{tree}: quilt could not push {name} with --fuzz=0; the tree "
+                             f"is unchanged (see {log})")
+        pushed += 1
+    return generated, [patches / name for name in texts]

@@ -68,6 +68,9 @@ def parser():
                         "another fetches or boots")
     p.add_argument("--rerun", action="store_true",
                    help="build and boot again even when a cell's inputs are unchanged")
+    p.add_argument("--build-identical", action="store_true",
+                   help="build and boot a variant whose C sources are byte-identical to "
+                        "another's (patched vs backported) instead of reusing that cell")
     p.add_argument("--resume", type=Path, metavar="DIR",
                    help="finish an interrupted run in DIR: only the cells it lacks")
     p.add_argument("--fault", choices=("hang", "panic", "truncate"),
@@ -103,7 +106,8 @@ def parser():
                                             "results/bench-<timestamp>/)")
     p.add_argument("--parallel", type=int, default=2)
 
-    p = sub.add_parser("inspect", help="for each piece of the fix: shape, file:line, state")
+    p = sub.add_parser("inspect", help="for each fix and each of its pieces: state, "
+                                       "file:line, shape")
     p.add_argument("--tree", type=Path, required=True, help="any kernel source tree")
     p.add_argument("--letter", default="E", help="taint letter for the unsigned bit (default E)")
 
@@ -117,7 +121,11 @@ def parser():
     p.add_argument("--letter", default="E",
                    help="taint letter (default E; X reproduces the 2014 posting where free)")
     p.add_argument("--export", type=Path, metavar="DIR",
-                   help="with --tree: only write the quilt series to DIR")
+                   help="with --tree: only write the patches (one per fix) and append them "
+                        "to DIR/series")
+    p.add_argument("--mail", action="store_true",
+                   help="with --export: write each patch as a mail for the stable list "
+                        "(git format-patch shape, 'commit <sha> upstream.')")
 
     p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
     add_common(p)
@@ -167,7 +175,7 @@ def run_matrix(args, cache, out, chosen, variants):
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
                            reuse=not args.rerun, resume=bool(args.resume),
-                           fault=args.fault)
+                           fault=args.fault, reuse_builds=not args.build_identical)
     try:
         code = runner.run(chosen, variants)
     except KeyboardInterrupt:
@@ -214,10 +222,10 @@ def cmd_regen(args, cache):
             log = cache.root / "logs" / f"regen-{version.name}.log"
             tree = fetch.fetch(cache, version,
                                cache.root / "logs" / f"fetch-{version.name}.log").tree
-            done = regen.regen(tree, version.name, args.quilt_dir, log, check=args.check)
+            done = regen.regen(tree, version, args.quilt_dir, log, check=args.check)
         state = ("stale" if args.check else "rewritten") if done.changed else "up to date"
-        print(f"{version.name}: {done.path} {state} "
-              f"(layer {done.seconds:.1f}s; upstream: {done.upstream})")
+        print(f"{version.name}: {len(done.paths)} generated patches {state} "
+              f"(layer {done.seconds:.1f}s; as shipped: {done.upstream})")
         if done.changed:
             stale.append(version.name)
     if args.check and stale:
@@ -240,14 +248,14 @@ def cmd_check(args, cache):
             seen.add(version.suite)
             templates.append(version)
     log = cache.root / "logs" / "check-point-releases.log"
-    verdicts = []
+    bad = 0
     for o in pointreleases.check_all(cache, templates, log):
         print(f"{o.suite:13} {o.package:18} {o.version:18} {o.verdict} ({o.seconds:.1f}s)",
               flush=True)
-        verdicts.append(o.verdict)
-    if any(v.startswith("error:") for v in verdicts):
-        return 2  # a version the check could not read says nothing about its kernel
-    return 1 if any(v != "already upstream" for v in verdicts) else 0
+        bad += o.verdict.startswith("error")
+    # a version the check could not fetch or read says nothing about a kernel: the
+    # run broke (a tree lacking a fix is a finding, not a failure)
+    return 2 if bad else 0
 
 
 def cmd_bench(args, cache):
@@ -260,37 +268,39 @@ def cmd_bench(args, cache):
 
 
 def cmd_inspect(args, cache):
+    """Each fix, then its pieces; a tree that lacks a fix is a finding, not a failure."""
     if not args.tree.is_dir():
-        raise InputError(f"--tree {args.tree}: no such folder")
-    pieces = layer.inspect(args.tree, args.letter)
-    absent = [p for p in pieces if not (args.tree / p.path).is_file()]
-    rows = [(p.name, p.state, f"{p.path}:{p.line}" if p.line else p.path,
-             "file not found" if p in absent else p.shape) for p in pieces]
+        raise InputError(f"{args.tree}: no such folder (--tree names a kernel source tree)")
+    rows = []
+    for state in layer.inspect_fixes(args.tree, args.letter):
+        fix = state.fix
+        rows.append((f"{fix.name}:", state.state, f"{fix.commit[:12]} ({fix.release})",
+                     state.not_applicable or fix.info["title"]))
+        rows += [(f"  {p.name}", p.state, f"{p.path}:{p.line}" if p.line else p.path, p.shape)
+                 for p in state.pieces]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
-    if absent:
-        # no file to look in: the tree is not a kernel tree, it does not lack the fix
-        raise InputError(f"{args.tree}: file not found for piece(s) "
-                         + ", ".join(f"{p.name} ({p.path})" for p in absent))
-    return 0 if all(p.state == "present" for p in pieces) else 1
+    return 0
 
 
 def cmd_apply(args, cache):
     if args.tree:
         if args.version or args.variant:
             raise InputError("use either --tree DIR or --version/--variant, not both")
+        if args.mail and not args.export:
+            raise InputError("--mail writes mails into the --export DIR: give --export too")
         log = Path(args.export or args.tree) / ".taintport-apply.log" if args.export \
             else cache.root / "logs" / "apply-tree.log"
         if args.export:
-            generated, path = carry.export(args.tree, args.letter, args.export)
+            generated, paths = carry.export(args.tree, args.letter, args.export, args.mail)
         else:
-            generated, path = carry.apply(args.tree, args.letter, log)
-        if path is None:
-            print(f"{args.tree}: already upstream (the layer is an empty change)")
-        else:
-            print(f"{args.tree}: {generated.summary}; "
-                  f"{'written to' if args.export else 'pushed as'} {path}")
+            generated, paths = carry.apply(args.tree, args.letter, log)
+        print(f"{args.tree}: {generated.summary}")
+        for path in paths:
+            print(f"  {'written' if args.export else 'pushed'}: {path}")
+        if args.mail and paths:
+            print("  add your own Signed-off-by: to each mail before you send it")
         return 0
     if not (args.version and args.variant):
         raise InputError("apply needs --tree DIR, or --version and --variant")
@@ -346,14 +356,17 @@ def cmd_boot(args, cache):
     if booted.timed_out:
         parsed.errors.insert(0, f"guest killed at the {args.timeout}s timeout")
     print(results.printable("\n".join(parsed.lines)))
-    judgement = verdict.judge(parsed, verdict.for_variant(verdict.load(), args.variant))
+    expectations = verdict.load()
+    states = expectations.states(args.variant, version.ships)
+    judgement = verdict.judge(parsed, expectations.expected(states),
+                              expectations.known_bug(args.variant, states))
     print(f"\n{version.name} {args.variant}: {judgement.status.value} "
           f"({accel.name}, {booted.seconds:.1f}s, console {console})")
     for line in judgement.errors:
         print(f"  error: {results.printable(line)}")
     for check in judgement.failing:
         print(f"  {check.name}: expected {check.expected}, observed {check.observed}")
-    return {"as-expected": 0, "unexpected": 1}.get(judgement.status.value, 2)
+    return report.exit_code([{"status": judgement.status.value}])
 
 
 def locked_cell(func):

@@ -13,7 +13,9 @@ from . import render, report, series
 from .errors import InputError
 from .verdict import Status
 
-GOOD = Status.AS_EXPECTED.value
+# a known bug of a shipped tree is as expected too: going from it to
+# as-expected is a change (the distribution took the fix), not a fix of ours
+GOOD = (Status.AS_EXPECTED.value, Status.KNOWN_BUG.value)
 BAD = (Status.UNEXPECTED.value, Status.ERROR.value)
 KINDS = ("regression", "fix", "change")
 
@@ -31,9 +33,9 @@ class Change(NamedTuple):
 
 
 def kind_of(old, new):
-    if old == GOOD and new in BAD:
+    if old in GOOD and new in BAD:
         return "regression"
-    if new == GOOD and old is not None:
+    if new in GOOD and old in BAD:
         return "fix"
     return "change"
 

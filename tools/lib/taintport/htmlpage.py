@@ -16,6 +16,7 @@ from .verdict import Status
 CONSOLE_TAIL = 60
 STATUS_WORDS = {s.value: s.value.replace("-", " ") for s in Status}
 LEGEND = (("--ok", "as expected: every check matched test-matrix/expectations.toml"),
+          ("--known", "known bug: as expected, and the distribution's tree lacks a fix"),
           ("--bad", "unexpected: the kernel is wrong"),
           ("--err", "error: the run broke, no verdict"))
 # the cells a reader must see first, in this order; they also open by themselves
@@ -24,6 +25,7 @@ FIRST = {Status.UNEXPECTED.value: 0, Status.ERROR.value: 1}
 CSS = """
 :root { --ok: #1a7f37; --ok-bg: #dafbe1; --bad: #cf222e; --bad-bg: #ffebe9;
         --err: #9a6700; --err-bg: #fff8c5; --muted: #59636e; --line: #d1d9e0;
+        --known: #8250df; --known-bg: #fbefff;
         --mono: ui-monospace, "DejaVu Sans Mono", "Liberation Mono", monospace; }
 * { box-sizing: border-box; }
 body { margin: 0; background: #f6f8fa; color: #1f2328;
@@ -56,6 +58,8 @@ table { border-collapse: collapse; }
                 overflow: hidden; font-size: 12px; color: #3d444d; overflow-wrap: anywhere; }
 td.as-expected { background: var(--ok-bg); border-left-color: var(--ok); }
 td.as-expected .status { color: var(--ok); }
+td.known-bug { background: var(--known-bg); border-left-color: var(--known); }
+td.known-bug .status { color: var(--known); }
 td.unexpected { background: var(--bad-bg); border-left-color: var(--bad); }
 td.unexpected .status { color: var(--bad); }
 td.error { background: var(--err-bg); border-left-color: var(--err); }
@@ -69,6 +73,7 @@ details.cell { background: #fff; border: 1px solid var(--line); border-radius: 6
                margin: 10px 0; border-left: 5px solid var(--line); }
 details.cell.as-expected { border-left-color: var(--ok); }
 details.cell.unexpected { border-left-color: var(--bad); }
+details.cell.known-bug { border-left-color: var(--known); }
 details.cell.error { border-left-color: var(--err); }
 details.cell > summary { padding: 10px 14px; cursor: pointer; font-weight: 600; }
 details.cell > summary .muted { font-weight: normal; margin-left: 8px; }
@@ -76,6 +81,11 @@ details.cell > summary .muted { font-weight: normal; margin-left: 8px; }
          border-radius: 10px; font-size: 12px; margin-right: 8px; }
 .badge.as-expected { background: var(--ok-bg); color: var(--ok); }
 .badge.unexpected { background: var(--bad-bg); color: var(--bad); }
+.badge.known-bug { background: var(--known-bg); color: var(--known); }
+.known { background: var(--known-bg); border-left: 4px solid var(--known); padding: 6px 12px; }
+td.fix-missing { color: var(--known); font-weight: 700; }
+td.fix-reconstructed { color: var(--muted); }
+td.fix-carried { color: var(--ok); font-weight: 700; }
 .badge.error { background: var(--err-bg); color: var(--err); }
 .body { padding: 0 16px 16px; border-top: 1px solid var(--line); }
 .errors { background: var(--err-bg); border: 1px solid #e7d37a; border-radius: 6px;
@@ -175,6 +185,30 @@ def grid(cells):
                      for var, text in LEGEND)
     return (f'<table class="grid"><thead><tr><th>version</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table><p class="legend">{legend}</p>')
+
+
+def known_bugs(cells):
+    lines = report.known_bugs(cells)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+    return f'<h2>Known bugs of the kernels as shipped</h2><ul class="known">{items}</ul>'
+
+
+def fix_grid(cells):
+    """Each fix's state in each cell's tree."""
+    grid = report.fix_grid(cells)
+    if not grid:
+        return "<p>none recorded</p>"
+    variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
+    head = "".join(f"<th>{esc(v)}</th>" for v in variants)
+    rows = "".join(
+        f"<tr><th scope=\"row\">{esc(version)}</th><th>{esc(fix)}</th>"
+        + "".join(f'<td class="fix-{esc(states.get(v, "none"))}">{esc(states.get(v, "-"))}</td>'
+                  for v in variants) + "</tr>"
+        for version, fix, states in grid)
+    return (f'<table class="grid fixes"><thead><tr><th>version</th><th>fix</th>{head}</tr>'
+            f"</thead><tbody>{rows}</tbody></table>")
 
 
 def checks_table(cell):
@@ -363,8 +397,11 @@ def render(doc, out_dir, patches=None):
 <p class="counts">{len(cells)} cells: {tally} &nbsp;|&nbsp; checks: {esc(total)}</p>
 </header>
 <main>
+{known_bugs(cells)}
 <h2>Versions × variants</h2>
 {grid(cells)}
+<h2>Fixes of the family</h2>
+{fix_grid(cells)}
 <h2>Cells</h2>
 {"".join(cell_section(c, out_dir, patches) for c in ordered)}
 <h2>Environment</h2>

@@ -68,6 +68,8 @@ def suite_of(root, cell, started):
         suite.set("timestamp", started.rstrip("Z"))
     props = ET.SubElement(suite, "properties")
     values = {"status": cell["status"], "accelerator": cell["accelerator"],
+              **{f"fix.{fix}": state for fix, state in cell.get("fixes", {}).items()},
+              "reused_from": cell.get("reused_from"),
               "kernel_release": cell["kernel_release"],
               "package_version": cell["inputs"].get("package_version"),
               **{f"timing.{stage}": seconds(s) for stage, s in cell["timings"].items()}}

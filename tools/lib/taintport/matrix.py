@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (REPO, boot, build, fetch, initramfs, kconfig, ktap, report, results, series,
-               verdict)
+from . import (REPO, boot, build, fetch, initramfs, kconfig, ktap, layer, report, results,
+               series, verdict)
 from .cache import write_atomic
-from .errors import TaintportError
+from .errors import InputError, TaintportError
 from .process import STOPPING, stop_all
 from .progress import Progress
 
@@ -80,16 +80,16 @@ def tool_versions():
 
 def inputs(version, quilt_series, variant):
     patches = {p: digest(quilt_series.directory / p) for p in quilt_series.for_variant(variant)}
+    # No digest of semantic-patches/ itself: the generated patches in the
+    # series are what the cell builds, so an edit that leaves them alone
+    # (a comment) reuses every cell, and make check's regen --check catches
+    # an edit whose patches were not regenerated.
     found = {"package": version.package, "package_version": version.version,
-             "deb_sha256": version.sha256,
+             "deb_sha256": version.sha256, "ships": list(version.ships),
              "series": patches,
              "fragments": {f.name: digest(f) for f in kconfig.fragments(version.name)},
              "expectations_sha256": digest(verdict.EXPECTATIONS),
              "test_matrix_sha256": tree_digest(REPO / "test-matrix")}
-    if variant == "backported":
-        # only the layer's cell: editing a semantic patch must not rebuild
-        # and boot the upstream and reverted cells, which never see it
-        found["semantic_patches_sha256"] = tree_digest(REPO / "semantic-patches")
     return found
 
 
@@ -108,7 +108,8 @@ def cell_key(cell_inputs, tools, timeout):
 
 class Runner:
     def __init__(self, cache, out, *, quilt_dir=series.QUILT_DIR, jobs=None, parallel=1,
-                 timeout=DEFAULT_TIMEOUT, reuse=True, resume=False, fault=None):
+                 timeout=DEFAULT_TIMEOUT, reuse=True, resume=False, fault=None,
+                 reuse_builds=True):
         self.cache = cache
         self.out = Path(out)
         self.quilt_dir = Path(quilt_dir)
@@ -116,6 +117,7 @@ class Runner:
         self.parallel = max(1, parallel)
         self.timeout = timeout
         self.reuse = reuse and not fault
+        self.reuse_builds = reuse_builds  # byte-identical variants share a build and boot
         self.resume = resume
         self.fault = fault  # taintport.fault for the agent: only to test the harness
         self.expectations = verdict.load()
@@ -159,7 +161,7 @@ class Runner:
             self.earlier = results.earlier_cells(self.out)
         for variant in variants:
             series.check_variant(variant)
-            verdict.for_variant(self.expectations, variant)
+            self.expectations.variant(variant)
         ordered = [v for v in series.VARIANTS if v in variants]
         self.order = [(v.name, var) for v in versions for var in ordered]
         self.progress = Progress(len(self.order))
@@ -277,7 +279,9 @@ class Runner:
         return quilt_series, done, todo
 
     def cell_base(self, version, variant):
+        states = self.expectations.states(variant, version.ships)
         return {"version": version.name, "variant": variant, "status": "error",
+                "fixes": {fix: state.value for fix, state in states.items()},
                 "errors": [], "checks": [], "timings": {}, "accelerator": None,
                 "kernel_release": None, "inputs": {}, "qemu_exit_code": None,
                 "logs": {"build": f"{version.name}/{variant}/build.log",
@@ -368,6 +372,15 @@ class Runner:
             return
         fetch_seconds = round(time.monotonic() - start, 2)
         self.mark_fetched(version)
+        try:
+            check_ships(version, fetched.tree)
+        except InputError as err:
+            for variant, cell_inputs, _ in todo:
+                cell = self.cell_base(version, variant)
+                cell["inputs"] = cell_inputs
+                cell["errors"] = [str(err)]
+                self.publish(cell)
+            return
 
         # A variant's initramfs and boot only read its own artifacts, so they
         # run while the next variant switches the tree and rebuilds: QEMU's
@@ -383,6 +396,11 @@ class Runner:
                 cell["inputs"] = cell_inputs
                 cell["key"] = key  # --resume reuses the cell only while this holds
                 cell["timings"]["fetch"] = fetch_seconds
+                if self.reuse_identical(version, fetched.tree, quilt_series, variant, cell,
+                                        booting):
+                    self.publish(cell)
+                    self.store(key, cell)
+                    continue
                 try:
                     built = self.build_cell(version, fetched.tree, quilt_series, variant,
                                             cell)
@@ -394,6 +412,50 @@ class Runner:
                 booting.append(booter.submit(self.boot_cell, key, cell, built))
             for future in booting:
                 future.result()
+
+    def reuse_identical(self, version, tree, quilt_series, variant, cell, booting):
+        """A variant whose C sources are byte-identical to the one it reuses
+        (test-matrix/expectations.toml) takes that cell's build and boot
+        instead of making them again; True when it did. The compared files
+        are every C file the series touches; make check still builds both
+        once and compares the images."""
+        other = self.expectations.variant(variant).reuses
+        if not other or not self.reuse_builds:
+            return False
+        for future in booting:
+            future.result()  # the other cell is published when its boot ends
+        earlier = self.cells.get((version.name, other))
+        if not earlier or earlier["status"] == verdict.Status.ERROR.value:
+            return False
+        expect = self.expectations
+        if expect.expected(expect.states(variant, version.ships)) != \
+                expect.expected(expect.states(other, version.ships)):
+            return False  # the same kernel, judged by other rules: boot it
+        start = time.monotonic()
+        mine = series.source_digest(series.sources(tree, quilt_series, variant))
+        theirs = earlier["inputs"].get("sources_sha256") or series.source_digest(
+            series.sources(tree, quilt_series, other))
+        cell["timings"]["apply"] = round(time.monotonic() - start, 2)
+        if mine != theirs:
+            return False
+        same = verdict.Check(name=f"{variant}_sources_identical_to_{other}", expected=True,
+                             observed=True,
+                             diagnostics=(f"host: every C file the series touches is "
+                                          f"byte-identical to {other}'s",))
+        cell.update(status=earlier["status"], errors=list(earlier["errors"]),
+                    checks=[same.as_dict()] + [c for c in earlier["checks"]
+                                               if not c["name"].startswith(other + "_")],
+                    accelerator=earlier["accelerator"],
+                    kernel_release=earlier["kernel_release"],
+                    qemu_exit_code=earlier["qemu_exit_code"], reused_from=other,
+                    logs=dict(earlier["logs"]))
+        cell["inputs"]["sources_sha256"] = mine
+        cell["inputs"]["bzimage_sha256"] = earlier["inputs"].get("bzimage_sha256")
+        states = self.expectations.states(variant, version.ships)
+        if earlier["status"] == verdict.Status.AS_EXPECTED.value and \
+                self.expectations.known_bug(variant, states):
+            cell["status"] = verdict.Status.KNOWN_BUG.value
+        return True
 
     def timed(self, cell, stage, func, *args):
         self.progress.stage(f"{cell['version']} {cell['variant']}", stage)
@@ -418,14 +480,20 @@ class Runner:
         build_log.unlink(missing_ok=True)
         touched = self.timed(cell, "apply", series.switch, tree, quilt_series, variant,
                              build_log)
-        # A host-side check of the backported tree, judged with the guest's checks:
+        # A host-side check of the layer's tree, judged with the guest's checks:
         # a layer that misses something must still be booted and shown failing.
         identical = None
-        if variant == "backported":
-            differ = series.differs_from_upstream(tree, touched)
+        other = self.expectations.variant(variant).sources_match
+        if other:
+            mine = series.sources(tree, quilt_series, variant)
+            theirs = series.sources(tree, quilt_series, other)
+            differ = sorted(p for p in set(mine) | set(theirs) if mine.get(p) != theirs.get(p))
             identical = verdict.Check(
-                name="layer_byte_identical_to_upstream", expected=True, observed=not differ,
-                diagnostics=tuple(f"host: {p} differs from upstream" for p in differ))
+                name=f"{variant}_sources_identical_to_{other}", expected=True,
+                observed=not differ,
+                diagnostics=tuple(f"host: {p} differs from {other} (upstream + the "
+                                  "exported layer)" for p in differ))
+            cell["inputs"]["sources_sha256"] = series.source_digest(mine)
         artifacts = self.timed(cell, "build", build.build_variant, tree,
                                self.cache.build(version), version.name,
                                self.cache.artifacts(version, variant), build_log,
@@ -487,7 +555,10 @@ class Runner:
         (cdir / "ktap.txt").write_text("\n".join(parsed.lines) + "\n")
         if booted.timed_out:
             parsed.errors.insert(0, f"guest killed at the {self.timeout}s timeout")
-        judgement = verdict.judge(parsed, verdict.for_variant(self.expectations, variant))
+        version_ships = cell["inputs"]["ships"]
+        states = self.expectations.states(variant, version_ships)
+        judgement = verdict.judge(parsed, self.expectations.expected(states),
+                                  self.expectations.known_bug(variant, states))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell["status"] = judgement.status.value
@@ -495,6 +566,26 @@ class Runner:
         cell["checks"] = [c.as_dict() for c in judgement.checks]
         if parsed.panic:
             cell["panic"] = parsed.panic
+
+
+def check_ships(version, tree):
+    """The descriptor's ships must be what the tree as shipped has: each fix
+    found present (or missing) piece by piece, from upstream's copies of
+    the files, whatever variant the tree is in now."""
+    tree = Path(tree)
+
+    def read(rel):
+        return series.upstream_copy(tree, rel).decode(errors="replace") \
+            if (tree / rel).is_file() else None
+    for state in layer.inspect_fixes(read=read):
+        shipped = state.fix.name in version.ships
+        if shipped != (state.state == "present"):
+            pieces = ", ".join(f"{p.name} {p.state} at {p.path}:{p.line}"
+                               for p in state.pieces)
+            raise InputError(
+                f"{version.path}: ships says fix '{state.fix.name}' is "
+                f"{'in' if shipped else 'not in'} {version.name}, but inspect finds it "
+                f"{state.state} in the fetched tree ({pieces})")
 
 
 def default_out():

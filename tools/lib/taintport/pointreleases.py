@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import fetch, layer, names
+from . import fetch, fixes, layer, names
 from .errors import RunError, TaintportError
 from .process import kill_group, reap, run, spawn
 
-PIECE_FILES = sorted({rel for spec in layer.PIECES for rel in spec.paths})
+PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
 SOURCE_PACKAGE = re.compile(r"^linux-source-\d+\.\d+$")
 
 
@@ -27,7 +27,7 @@ class Outcome:
     suite: str
     package: str
     version: str
-    verdict: str  # "already upstream", "needs the layer", or "error: ..."
+    verdict: str  # the layer's summary per fix, or "error: ..."
     seconds: float
 
 
@@ -101,10 +101,7 @@ def check_one(cache, template, package, published, log):
         deb, _ = fetch.fetch_deb(cache, version, log)
         with tempfile.TemporaryDirectory(prefix="taintport-point-") as tmp:
             tree = piece_files(deb, package, tmp)
-            generated = layer.generate(tree)
-            missing = [p.name for p in generated.pieces if p.state != "present"]
-            verdict = generated.summary if not missing else \
-                f"needs the layer ({', '.join(missing)} missing)"
+            verdict = layer.generate(tree).summary
     except TaintportError as err:
         verdict = "error: " + str(err).splitlines()[0]
     return Outcome(template.suite, package, published.version, verdict,

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import kcidb
+from . import fixes, kcidb
 from .cache import write_atomic
 from .results import printable
 from .verdict import Status
@@ -16,7 +16,8 @@ SCHEMA = "taintport-matrix/1"
 
 
 def exit_code(cells):
-    """tuxrun's convention: 2 when the run broke, 1 when a test came out wrong."""
+    """tuxrun's convention: 2 when the run broke, 1 when a test came out wrong.
+    A known bug of a shipped tree is what the run set out to show: 0."""
     statuses = {c["status"] for c in cells}
     if not cells or Status.ERROR.value in statuses:
         return 2
@@ -51,13 +52,46 @@ def summary_of(cell):
     return summary_text(cell)
 
 
+def known_bugs(cells):
+    """One line per fix a distribution's tree lacks as shipped: the
+    first thing a release engineer reads ("bookworm-6.1 as shipped: ...")."""
+    lines = []
+    for cell in cells:
+        if cell["status"] != Status.KNOWN_BUG.value:
+            continue
+        for name, state in cell.get("fixes", {}).items():
+            if state == "missing":
+                fix = fixes.BY_NAME.get(name)
+                what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
+                        f"this tree; taintport carries it: the patched variant)"
+                        if fix else f"fix {name} missing")
+                lines.append(f"{cell['version']} {cell['variant']} (as shipped): {what}")
+    return lines
+
+
+def fix_grid(cells):
+    """[(version, fix, {variant: state})]: each fix's state in each cell's tree."""
+    rows = {}
+    for cell in cells:
+        for fix, state in cell.get("fixes", {}).items():
+            rows.setdefault((cell["version"], fix), {})[cell["variant"]] = state
+    return [(version, fix, states) for (version, fix), states in rows.items()]
+
+
 def summary_text(cell):
     if cell["status"] == Status.ERROR.value:
         return "; ".join(cell["errors"])[:160]
+    if cell.get("reused_from"):
+        return (f"{len(cell['checks'])} checks: the {cell['reused_from']} cell's build and "
+                "boot (C sources byte-identical)")
     wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
     if wrong:
         return f"{len(wrong)} check(s) differ: " + ", ".join(wrong[:4]) + \
             (" ..." if len(wrong) > 4 else "")
+    if cell["status"] == Status.KNOWN_BUG.value:
+        missing = [f for f, state in cell.get("fixes", {}).items() if state == "missing"]
+        return (f"{len(cell['checks'])} checks; known bug as shipped: "
+                + ", ".join(missing) + " fix missing")
     failing_ok = sum(1 for c in cell["checks"] if c["expected"] == "not ok")
     return (f"{len(cell['checks'])} checks; {failing_ok} fail as expected (bug reproduced)"
             if failing_ok and cell["variant"] == "reverted" else f"{len(cell['checks'])} checks")
@@ -65,8 +99,8 @@ def summary_text(cell):
 
 def table(cells, stream=sys.stdout):
     colour = stream.isatty()
-    paint = {Status.AS_EXPECTED.value: "\033[32m", Status.UNEXPECTED.value: "\033[31m",
-             Status.ERROR.value: "\033[33m"}
+    paint = {Status.AS_EXPECTED.value: "\033[32m", Status.KNOWN_BUG.value: "\033[35m",
+             Status.UNEXPECTED.value: "\033[31m", Status.ERROR.value: "\033[33m"}
     rows = [("version", "variant", "status", "boot", "detail")]
     for c in cells:
         boot = c["timings"].get("boot")

@@ -92,7 +92,9 @@ class Reader:
             for key in ("package", "package_version"):
                 self.field(value, key, str, where, "a string")
         for key, item in value.items():
-            self.of(item, (str, int, dict), f"{where}.{key}", "a string, number or object")
+            self.of(item, (str, int, dict, list), f"{where}.{key}",
+                    "a string, number, list or object")
+        self.strings(value.get("ships", []), f"{where}.ships")
         for name, digest in self.string_map(value.get("series", {}), f"{where}.series").items():
             if not PATCH.fullmatch(name):
                 self.fail(f"{where}.series", "group/name.patch names", name)
@@ -126,6 +128,9 @@ class Reader:
             self.strings(cell["panic"], f"{where}.panic")
         for flag in ("reused", "resumed"):
             self.field(cell, flag, bool, where, "true or false", optional=True)
+        self.string_map(cell.get("fixes", {}), f"{where}.fixes")
+        if "reused_from" in cell:
+            self.name(names.variant, cell["reused_from"], f"{where}.reused_from")
         self.field(cell, "key", str, where, "a string", optional=True)
         return cell
 

@@ -1,9 +1,15 @@
 """Variants of a tree, each a prefix of one quilt series applied with --fuzz=0.
 
 quilt/<version>/series lists patches in groups, one folder per group:
-  reverted/...    the negative control: the pre-3.15 behaviour reconstructed
-  backported/...  the layer: generated from semantic-patches/ (+ fixups)
-`upstream` applies nothing, `reverted` the reverted group, `backported` both.
+  reverted/...    the negative control: every fix the tree ships removed,
+                  written by hand
+  backported/...  the layer on the reverted tree: generated from
+                  semantic-patches/ (+ fixups)
+  patched/...     the layer on the tree as shipped: generated, what a
+                  distribution puts in debian/patches (empty where the tree
+                  ships every fix)
+`upstream` applies nothing, `reverted` the reverted group, `backported`
+reverted and backported, `patched` the patched group alone.
 
 Switching variant pops everything (restoring quilt's backups) and pushes the
 new prefix. A push that fails is popped again, so the tree is never left
@@ -11,9 +17,11 @@ half-patched. Every file a patch touches gets a fresh mtime on every switch:
 quilt restores backups with their old times, which would let make skip a
 rebuild of a file that changed back.
 """
+import hashlib
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,8 +31,10 @@ from .errors import InputError
 from .process import appending, require, run
 
 QUILT_DIR = REPO / "quilt"
-VARIANTS = ("upstream", "reverted", "backported")
-GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported")}
+VARIANTS = ("upstream", "reverted", "backported", "patched")
+GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported"),
+          "patched": ("patched",)}
+GROUP_ORDER = ("reverted", "backported", "patched")
 STATE = ".taintport"
 
 
@@ -58,9 +68,9 @@ def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
         name = line.split()[0]
         group = name.split("/", 1)[0]
         where = f"{series_file}:{number}"
-        if group not in ("reverted", "backported") or "/" not in name:
+        if group not in GROUP_ORDER or "/" not in name:
             raise InputError(f"{where}: '{name}' is not in a group folder "
-                             "(reverted/ or backported/)")
+                             f"({', '.join(g + '/' for g in GROUP_ORDER)})")
         if not (directory / name).is_file():
             if name in may_be_missing:
                 continue
@@ -70,8 +80,9 @@ def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
                              "apply with -p1 --fuzz=0)")
         patches.append(name)
     order = [p.split("/", 1)[0] for p in patches]
-    if order != sorted(order, key=("reverted", "backported").index):
-        raise InputError(f"{series_file}: reverted/ patches must all come before backported/")
+    if order != sorted(order, key=GROUP_ORDER.index):
+        raise InputError(f"{series_file}: groups must come in the order "
+                         f"{', '.join(g + '/' for g in GROUP_ORDER)}")
     return Series(directory=directory, patches=tuple(patches))
 
 
@@ -192,3 +203,38 @@ def differs_from_upstream(tree, paths):
     tree = Path(tree)
     return sorted(p for p in paths if p.endswith((".c", ".h"))
                   and (tree / p).read_bytes() != upstream_copy(tree, p))
+
+
+def sources(tree, series, variant):
+    """{path: bytes} of the C files the series touches, as variant has them.
+
+    Made from upstream's copies and the variant's patches in a scratch
+    folder with patch(1) --fuzz=0, so the tree itself is not switched:
+    two variants can be compared while a third is being built.
+    """
+    require("patch", "patch")
+    tree = Path(tree)
+    touched = sorted(p for p in touched_files(series.directory / n for n in series.patches)
+                     if p.endswith((".c", ".h")))
+    with tempfile.TemporaryDirectory(prefix="taintport-sources-") as scratch:
+        scratch = Path(scratch)
+        for rel in touched:
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(upstream_copy(tree, rel))
+        for name in series.for_variant(variant):
+            proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s",
+                        "-i", str(series.directory / name)], stage="apply", cwd=scratch,
+                       check=False)
+            if proc.returncode != 0:
+                raise InputError(f"{series.directory / name} does not apply to the "
+                                 f"upstream copies of {tree} without fuzz (variant "
+                                 f"{variant}): {proc.stdout}{proc.stderr}".rstrip())
+        return {rel: (scratch / rel).read_bytes() for rel in touched}
+
+
+def source_digest(files):
+    """One sha256 over {path: bytes}: equal digests, byte-identical sources."""
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return h.hexdigest()

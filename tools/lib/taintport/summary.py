@@ -95,6 +95,19 @@ def attention(cell):
     return lines
 
 
+def fix_table(cells):
+    """Each fix's state in each variant's tree: present, missing (as
+    shipped), reconstructed (the negative control) or carried (taintport)."""
+    grid = report.fix_grid(cells)
+    if not grid:
+        return ["none recorded"]
+    variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
+    rows = [("version", "fix", *variants)]
+    rows += [(version, fix, *(states.get(v, "-") for v in variants))
+             for version, fix, states in grid]
+    return columns(rows)
+
+
 def render(doc):
     cells = doc["cells"]
     code = doc["exit_code"]
@@ -102,7 +115,13 @@ def render(doc):
            f"started {doc.get('started', '-')}", "",
            "## Build summary", ""] + build_summary(cells)
 
-    needing = sorted((c for c in cells if c["status"] != Status.AS_EXPECTED.value),
+    out += ["", "## Known bugs of the kernels as shipped", ""]
+    out += [f"* {line}" for line in report.known_bugs(cells)] or ["none"]
+
+    out += ["", "## Fixes of the family, per cell", ""] + fix_table(cells)
+
+    needing = sorted((c for c in cells if c["status"] not in (Status.AS_EXPECTED.value,
+                                                              Status.KNOWN_BUG.value)),
                      key=lambda c: c["status"] != Status.UNEXPECTED.value)
     out += ["", "## Unexpected and error cells", ""]
     out += [line for cell in needing for line in attention(cell)] or ["none"]

@@ -3,12 +3,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO, names
+from . import REPO, fixes, names
 from .errors import InputError
 
 VERSIONS_DIR = REPO / "versions"
 FIELDS = ("name", "distribution", "suite", "archive", "component", "package",
-          "version", "sha256", "size")
+          "version", "sha256", "size", "ships")
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Version:
     sha256: str
     size: int
     path: Path
+    ships: tuple[str, ...] = ()  # the fixes of the family this tree carries as shipped
 
     @property
     def source_dir(self):
@@ -54,6 +55,10 @@ def load(path):
     check_fields(path, data)
     if data["name"] != path.stem:
         raise InputError(f"{path}: name '{data['name']}' does not match the file name")
+    ships = data["ships"]
+    if not isinstance(ships, list) or not all(isinstance(n, str) for n in ships):
+        raise InputError(f"{path}: ships must be a list of fix names")
+    data["ships"] = fixes.check_names(ships, f"{path}: ships")
     return Version(path=path, **{f: data[f] for f in FIELDS})
 
 
