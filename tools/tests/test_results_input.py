@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from taintport import render, report
+from taintport import matrix, render, report, results, series, versions
+from taintport.cache import Cache
 
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
@@ -180,3 +181,15 @@ def test_a_version_name_with_control_characters_is_refused(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: doc["cells"][1].update(version="bookworm\x1b[2J-6.1"))
     refused(taintport("report", run), "cells[1].version", "\\x1b")
     assert not (run / "junit.xml").exists()
+
+
+def test_every_cell_the_runner_writes_is_read_back(tmp_path):
+    """The reader refuses what is wrong, never what the runner itself writes."""
+    runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
+    pinned = versions.select(["bookworm-6.1"])[0]
+    for variant in series.VARIANTS:
+        cell = runner.cell_base(pinned, variant)
+        cell.update(inputs=matrix.inputs(pinned, series.load(pinned.name), variant),
+                    key="0" * 64, reused_from=series.VARIANTS[0], resumed=True)
+        cell["inputs"]["bzimage_sha256"] = None  # a reused cell whose source had none
+        assert results.Reader(tmp_path / "cell.json").cell(cell, "cell") == cell

@@ -92,8 +92,8 @@ class Reader:
             for key in ("package", "package_version"):
                 self.field(value, key, str, where, "a string")
         for key, item in value.items():
-            self.of(item, (str, int, dict, list), f"{where}.{key}",
-                    "a string, number, list or object")
+            self.of(item, (str, int, dict, list, type(None)), f"{where}.{key}",
+                    "a string, number, list, object or null")
         self.strings(value.get("ships", []), f"{where}.ships")
         for name, digest in self.string_map(value.get("series", {}), f"{where}.series").items():
             if not PATCH.fullmatch(name):
