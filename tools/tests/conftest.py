@@ -1,8 +1,27 @@
+import os
+import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools" / "lib"))
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: builds and boots real kernels (minutes)")
+
+
+@pytest.fixture
+def taintport(tmp_path):
+    """tools/taintport run from tmp_path with a private cache there (never ~/.cache)."""
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+
+    def run(*args):
+        proc = subprocess.run([sys.executable, str(REPO / "tools" / "taintport"),
+                               *map(str, args)], capture_output=True, text=True,
+                              timeout=300, env=env, cwd=tmp_path)
+        print(proc.stdout, proc.stderr)
+        return proc
+    return run

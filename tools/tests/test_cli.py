@@ -1,9 +1,12 @@
 """Bad names on the command line: an error that lists the valid ones, exit 2."""
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from taintport import boot
+
+from test_layer import _tree
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
@@ -51,3 +54,22 @@ def test_kvm_that_fails_falls_back_to_tcg(tmp_path):
     accel = boot.probe(bogus, tmp_path)
     assert accel.name == "tcg"
     assert accel.reason
+
+
+def test_inspect_of_a_tree_that_does_not_exist_is_an_error(tmp_path):
+    proc = taintport("inspect", "--tree", str(tmp_path / "nonexistent"))
+    assert proc.returncode == 2
+    assert f"{tmp_path / 'nonexistent'}: no such folder" in proc.stderr
+
+
+def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
+    tree = _tree(tmp_path / "tree", ".c")
+    (tree / "kernel" / "tracepoint.c").unlink()
+    proc = taintport("inspect", "--tree", str(tree))
+    assert re.search(r"^  tracepoint +missing +kernel/tracepoint.c +file not found$",
+                     proc.stdout, re.M)
+    proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert "kernel/tracepoint.c: expected the file" in proc.stderr
+    assert "file not found" in proc.stderr
+    assert not (tmp_path / "out").exists()

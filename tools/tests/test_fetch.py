@@ -8,12 +8,14 @@ import hashlib
 import shutil
 import subprocess
 import tarfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from taintport import fetch
-from taintport.cache import Cache
+from taintport.cache import Cache, held
 from taintport.errors import InputError, RunError
 from taintport.versions import Version
 
@@ -163,6 +165,24 @@ def test_unreachable_archive_names_the_failing_command(tmp_path, where):
         fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
     assert "apt could not fetch the testsuite index" in str(err.value)
     assert "apt-get -q update" in str(err.value)
+
+
+def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
+    """Two apt-get update on one private configuration collide ("Could not get
+    lock"): the second waits for the first, as a second run on a version does."""
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    apt = fetch.PrivateApt(cache.apt(), v)
+    apt.root.mkdir(parents=True)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with held(apt.root / "update.lock", "the testsuite apt index"):
+            second = pool.submit(fetch.fetch_deb, cache, v, tmp_path / "log")
+            time.sleep(2)
+            assert not second.done(), "the second update did not wait"
+        deb, reused = second.result(timeout=120)
+    assert sha(deb) == sha(good) and not reused
+    assert "waiting for pid" in capfd.readouterr().err
 
 
 def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):

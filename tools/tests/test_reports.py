@@ -333,10 +333,10 @@ def test_render_all_writes_next_to_matrix_json(tmp_path):
 
 
 def test_load_rejects_what_is_not_a_matrix(tmp_path):
-    with pytest.raises(InputError, match="cannot read the matrix"):
+    with pytest.raises(InputError, match="matrix.json: cannot read"):
         render.load(tmp_path)
     (tmp_path / "matrix.json").write_text('{"schema": "x"}')
-    with pytest.raises(InputError, match="no cells"):
+    with pytest.raises(InputError, match=r"matrix.json: cells: missing"):
         render.load(tmp_path)
 
 

@@ -32,7 +32,7 @@ def write(tmp_path, stem, **fields):
 
 def test_bad_checksum_field_names_file(tmp_path):
     path = write(tmp_path, "x-1", sha256="xyz")
-    with pytest.raises(InputError, match=r"x-1.toml: sha256 'xyz'"):
+    with pytest.raises(InputError, match=r"x-1.toml: sha256: 'xyz' is not 64 lower-case hex digits"):
         versions.load(path)
 
 

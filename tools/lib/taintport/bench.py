@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import REPO, build, fetch, layer, render, series
 from .cache import Cache, write_atomic
+from .errors import RunError
 from .matrix import Runner
 
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
@@ -125,8 +126,8 @@ def run(main_cache, chosen, out, parallel=2):
     cells = runner.ordered_cells()
     render.render_all(out / "cold", render.load(out / "cold"))
     if code != 0:
-        raise SystemExit(f"bench: the cold matrix did not come out as expected (exit {code}); "
-                         f"see {out / 'cold'}")
+        raise RunError("bench", f"the cold matrix did not come out as expected (exit {code}); "
+                       f"see {out / 'cold'}")
     say("bench phase 2: one standalone cold build per kernel")
     solo = {}
     layers = {}
@@ -154,7 +155,7 @@ def run(main_cache, chosen, out, parallel=2):
         TOUCHED.write_bytes(original)
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.get("reused"))
     if code != 0:
-        raise SystemExit(f"bench: the rerun after the edit exited {code}; see {out / 'edited'}")
+        raise RunError("bench", f"the rerun after the edit exited {code}; see {out / 'edited'}")
     # The cells' reports and logs are in out already; the bench's own logs
     # (solo builds, extractions, layers) join them. The rest of the cache is
     # scratch, and deleting it at the start of the next run would slow that

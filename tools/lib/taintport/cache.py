@@ -12,6 +12,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import names
+
 
 def default_root():
     if os.environ.get("TAINTPORT_CACHE"):
@@ -43,37 +45,46 @@ class Cache:
     @contextmanager
     def locked(self, name):
         """Hold one version's tree and build dir; a second holder waits and says so."""
-        with self._lock_file(name) as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "another run"
-                print(f"taintport: waiting for {holder} to release {name} in {self.root}",
-                      file=sys.stderr, flush=True)
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            with _holding(handle, f"pid {os.getpid()}"):
-                yield self
+        with held(self._lock_path(name), f"{name} in {self.root}"):
+            yield self
 
     @contextmanager
     def try_locked(self, name):
         """Like locked(), but yield False at once when someone holds it."""
-        with self._lock_file(name) as handle:
+        with self._lock_path(name).open("a+") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 yield False
                 return
-            with _holding(handle, f"pid {os.getpid()} (fetching ahead)"):
+            with holding(handle, f"pid {os.getpid()} (fetching ahead)"):
                 yield True
 
-    def _lock_file(self, name):
+    def _lock_path(self, name):
+        # checked before anything is created: a name is never a path
+        names.version_name(name)
         (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        return open(self.root / "locks" / f"{name}.lock", "a+")
+        return self.root / "locks" / f"{name}.lock"
 
 
 @contextmanager
-def _holding(handle, holder):
+def held(path, what):
+    """flock path; a second holder waits and says who holds what."""
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another run"
+            print(f"taintport: waiting for {holder} to release {what}",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        with holding(handle, f"pid {os.getpid()}"):
+            yield
+
+
+@contextmanager
+def holding(handle, holder):
     """With the flock taken: name the holder in the file for waiters, then let go."""
     handle.seek(0)
     handle.truncate()

@@ -4,10 +4,11 @@ import secrets
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 from . import (bench, boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix,
-               pointreleases, regen, render, report, series, verdict, versions)
+               pointreleases, regen, render, report, results, series, verdict, versions)
 from .cache import Cache
 from .errors import InputError, TaintportError
 
@@ -162,8 +163,14 @@ def cmd_matrix(args, cache):
     variants = names(args.variants) or list(series.VARIANTS)
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
+    if args.resume and not args.resume.is_dir():
+        raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
-    out.mkdir(parents=True, exist_ok=True)
+    with results.writing(out, resume=bool(args.resume)):
+        return run_matrix(args, cache, out, chosen, variants)
+
+
+def run_matrix(args, cache, out, chosen, variants):
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
@@ -246,7 +253,9 @@ def cmd_check(args, cache):
         print(f"{o.suite:13} {o.package:18} {o.version:18} {o.verdict} ({o.seconds:.1f}s)",
               flush=True)
         bad += o.verdict.startswith("error")
-    return 1 if bad else 0
+    # a version the check could not fetch or read says nothing about a kernel: the
+    # run broke (a tree lacking a fix is a finding, not a failure)
+    return 2 if bad else 0
 
 
 def cmd_bench(args, cache):
@@ -295,6 +304,7 @@ def cmd_apply(args, cache):
         return 0
     if not (args.version and args.variant):
         raise InputError("apply needs --tree DIR, or --version and --variant")
+    versions.select([args.version])  # a known name before it names a lock
     with cache.locked(args.version):
         return apply_variant(args, cache)
 
@@ -345,7 +355,7 @@ def cmd_boot(args, cache):
     parsed = ktap.parse(console.read_text(errors="replace") if console.exists() else "")
     if booted.timed_out:
         parsed.errors.insert(0, f"guest killed at the {args.timeout}s timeout")
-    print("\n".join(parsed.lines))
+    print(results.printable("\n".join(parsed.lines)))
     expectations = verdict.load()
     states = expectations.states(args.variant, version.ships)
     judgement = verdict.judge(parsed, expectations.expected(states),
@@ -353,7 +363,7 @@ def cmd_boot(args, cache):
     print(f"\n{version.name} {args.variant}: {judgement.status.value} "
           f"({accel.name}, {booted.seconds:.1f}s, console {console})")
     for line in judgement.errors:
-        print(f"  error: {line}")
+        print(f"  error: {results.printable(line)}")
     for check in judgement.failing:
         print(f"  {check.name}: expected {check.expected}, observed {check.observed}")
     return report.exit_code([{"status": judgement.status.value}])
@@ -362,6 +372,7 @@ def cmd_boot(args, cache):
 def locked_cell(func):
     """apply/build/boot work on one version's tree and build dir: hold its lock."""
     def wrapper(args, cache):
+        versions.select([args.version])  # a known name before it names a lock
         with cache.locked(args.version):
             return func(args, cache)
     return wrapper
@@ -427,8 +438,13 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {err}", file=sys.stderr)
+        print(f"taintport: error: {results.printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - exit 1 would say a kernel misbehaved
+        traceback.print_exc()
+        print("taintport: error: internal error (a bug in taintport, not in a kernel); "
+              "the traceback above says where", file=sys.stderr)
         return 2

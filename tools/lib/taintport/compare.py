@@ -4,6 +4,7 @@ compare: the cells whose status changed between two matrix documents,
 regressions first. merge: the results folders of CI jobs that each ran some
 kernels, as one matrix document (and one folder, with copy_logs).
 """
+import os
 import shutil
 from pathlib import Path
 from typing import NamedTuple
@@ -90,9 +91,17 @@ def merge(dirs):
 
 
 def copy_logs(dirs, out):
-    """Copy each source's per-version folders into out, so the cells' log paths hold there."""
+    """Copy each source's per-version folders into out, so the cells' log paths hold there.
+
+    Version names were checked when each matrix.json was read; links are not
+    followed (a job's artifact must not copy the host's files into the report)."""
     for folder in dirs:
         for version in {c["version"] for c in render.load(folder)["cells"]}:
             source = Path(folder) / version
-            if source.is_dir():
-                shutil.copytree(source, Path(out) / version, dirs_exist_ok=True)
+            if source.is_dir() and not source.is_symlink():
+                shutil.copytree(source, Path(out) / version, dirs_exist_ok=True,
+                                ignore=links)
+
+
+def links(folder, entries):
+    return [name for name in entries if os.path.islink(os.path.join(folder, name))]

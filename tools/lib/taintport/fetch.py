@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cache import held
 from .errors import InputError, RunError
 from .process import STOPPING, appending, reap, require, run, spawn
 
@@ -91,9 +92,13 @@ class PrivateApt:
         require("apt-get", "apt")
         if not self.version.archive.startswith("file:") and not Path(KEYRING).exists():
             raise RunError("fetch", f"{KEYRING} is missing; install debian-archive-keyring")
-        self.setup()
-        cmd = ["apt-get", *self.options(), "-q", "update"]
-        proc = run(cmd, stage="fetch", env={"LC_ALL": "C"}, check=False)
+        # two runs updating one suite's lists at once make apt fail on its own
+        # lock ("Could not get lock"): the second waits for the first instead
+        self.root.mkdir(parents=True, exist_ok=True)
+        with held(self.root / "update.lock", f"the {self.version.suite} apt index in {self.root}"):
+            self.setup()
+            cmd = ["apt-get", *self.options(), "-q", "update"]
+            proc = run(cmd, stage="fetch", env={"LC_ALL": "C"}, check=False)
         output = proc.stdout + proc.stderr
         with appending(log) as out:
             out.write(f"$ {' '.join(cmd)}\n{output}")

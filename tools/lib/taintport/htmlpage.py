@@ -10,6 +10,7 @@ import html
 from pathlib import Path
 
 from . import kcidb, report, series, summary
+from .results import printable
 from .verdict import Status
 
 CONSOLE_TAIL = 60
@@ -132,7 +133,7 @@ openTarget();
 
 
 def esc(text):
-    return html.escape(str(text), quote=True)
+    return html.escape(printable(text), quote=True)
 
 
 def anchor(cell):

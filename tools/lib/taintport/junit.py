@@ -9,13 +9,14 @@ import re
 import xml.etree.ElementTree as ET
 
 from . import kcidb
+from .results import printable
 
 # XML 1.0 has no escape for most control characters; console text can hold them
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def xml_text(text):
-    return NOT_XML.sub("\ufffd", text)
+    return NOT_XML.sub("\ufffd", printable(text))
 
 
 def seconds(value):
@@ -95,5 +96,10 @@ def render(doc):
     for key, value in totals.items():
         root.set(key, str(value))
     root.set("time", seconds(sum(sum(c["timings"].values()) for c in doc["cells"])))
+    for element in root.iter():
+        # every name and value, not only the guest's text: a hand-edited
+        # matrix.json can put a control character anywhere
+        for key, value in element.attrib.items():
+            element.set(key, xml_text(value))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

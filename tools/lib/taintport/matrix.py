@@ -26,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO, boot, build, fetch, initramfs, kconfig, ktap, layer, report, series, verdict
+from . import (REPO, boot, build, fetch, initramfs, kconfig, ktap, layer, report, results,
+               series, verdict)
 from .cache import write_atomic
 from .errors import InputError, TaintportError
 from .process import STOPPING, stop_all
@@ -129,6 +130,7 @@ class Runner:
         self.lanes_started = set()  # version names a worker has taken
         self.fetched = {}  # version name -> Event: its worker is past fetching
         self.cells = {}
+        self.earlier = {}  # --resume: the cells the folder held, by (version, variant)
         self.order = []
         self.progress = None
         self.meta = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -148,10 +150,15 @@ class Runner:
         self.progress.done(f"{cell['version']} {cell['variant']}", cell["status"], detail)
 
     def ordered_cells(self):
-        return [self.cells[k] for k in self.order if k in self.cells]
+        """This run's cells in order; with --resume, the folder's other cells stay."""
+        ran = [self.cells.get(k) or self.earlier.get(k) for k in self.order]
+        kept = [cell for k, cell in sorted(self.earlier.items()) if k not in self.order]
+        return [cell for cell in ran if cell] + kept
 
     # -- the run -----------------------------------------------------------
     def run(self, versions, variants):
+        if self.resume:
+            self.earlier = results.earlier_cells(self.out)
         for variant in variants:
             series.check_variant(variant)
             self.expectations.variant(variant)
@@ -260,9 +267,8 @@ class Runner:
         for variant in variants:
             cell_inputs = inputs(version, quilt_series, variant)
             key = cell_key(cell_inputs, self.tools, self.timeout)
-            earlier = self.finished_earlier(version, variant)
+            earlier = self.finished_earlier(version, variant, key)
             if earlier:
-                earlier["resumed"] = True
                 done.append(Done(variant, resumed=earlier))
                 continue
             folder = self.stored(key) if self.reuse else None
@@ -284,17 +290,22 @@ class Runner:
     def cell_dir(self, version_name, variant):
         return self.out / version_name / variant
 
-    def finished_earlier(self, version, variant):
-        """--resume: a cell this out dir already holds (errors are run again)."""
-        path = self.cell_dir(version.name, variant) / "cell.json"
-        if not self.resume or not path.exists():
+    def finished_earlier(self, version, variant, key):
+        """--resume: a cell this out dir already holds, made from the inputs of
+        now (errors, and cells whose inputs changed since, are run again)."""
+        cell = self.earlier.get((version.name, variant))
+        if cell is None or cell["status"] == "error" or cell.get("key") != key:
             return None
-        cell = json.loads(path.read_text())
-        return cell if cell["status"] != "error" else None
+        return dict(cell, resumed=True)
 
     def stored(self, key):
+        """A stored cell's folder; a damaged one is run again, never trusted."""
         folder = self.cache.root / "cells" / key
-        return folder if (folder / "cell.json").exists() else None
+        try:
+            results.read_cell(folder / "cell.json")
+        except TaintportError:
+            return None
+        return folder
 
     def store(self, key, cell):
         """Keep a sound result (not an error) for reruns with the same inputs."""
@@ -317,7 +328,7 @@ class Runner:
         for name in CELL_FILES:
             if (folder / name).exists():
                 shutil.copy2(folder / name, dest / name)
-        cell = json.loads((dest / "cell.json").read_text())
+        cell = results.read_cell(dest / "cell.json")
         cell["reused"] = True
         return cell
 
@@ -351,6 +362,8 @@ class Runner:
         try:
             fetched = fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
         except TaintportError as err:
+            if STOPPING.is_set():
+                return  # an interrupted fetch is no result: --resume runs these cells
             for variant, cell_inputs, _ in todo:
                 cell = self.cell_base(version, variant)
                 cell["inputs"] = cell_inputs
@@ -381,6 +394,7 @@ class Runner:
                     break
                 cell = self.cell_base(version, variant)
                 cell["inputs"] = cell_inputs
+                cell["key"] = key  # --resume reuses the cell only while this holds
                 cell["timings"]["fetch"] = fetch_seconds
                 if self.reuse_identical(version, fetched.tree, quilt_series, variant, cell,
                                         booting):
@@ -575,4 +589,4 @@ def check_ships(version, tree):
 
 
 def default_out():
-    return REPO / "results" / time.strftime("%Y%m%dT%H%M%S")
+    return results.unique_folder(REPO / "results", time.strftime("%Y%m%dT%H%M%S"))

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import fetch, fixes, layer
-from .errors import TaintportError
-from .process import run
+from . import fetch, fixes, layer, names
+from .errors import RunError, TaintportError
+from .process import kill_group, reap, run, spawn
 
 PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
 SOURCE_PACKAGE = re.compile(r"^linux-source-\d+\.\d+$")
@@ -35,29 +35,59 @@ def offered(cache, template, log):
     """(package, version, sha256) of every linux-source-X.Y in template's suite."""
     apt = fetch.PrivateApt(cache.apt(), template)
     apt.update(log)
-    names = run(["apt-cache", *apt.options(), "pkgnames", "linux-source-"],
-                      stage="fetch", env={"LC_ALL": "C"}).stdout.split()
+    packages = run(["apt-cache", *apt.options(), "pkgnames", "linux-source-"],
+                   stage="fetch", env={"LC_ALL": "C"}).stdout.split()
     found = []
-    for name in sorted(n for n in names if SOURCE_PACKAGE.match(n)):
+    for name in sorted(n for n in packages if SOURCE_PACKAGE.match(n)):
         probe = fetch.PrivateApt(cache.apt(), replace(template, package=name))
         for published in probe.published().values():
+            # the index's version becomes part of a .deb's path in the cache
+            names.deb_version(published.version, f"{template.suite} index: {name} Version")
             found.append((name, published))
     return found
 
 
 def piece_files(deb, package, dest):
-    """Stream the .deb's source tarball and keep only the layer's files."""
+    """Stream the .deb's source tarball and keep only the layer's files.
+
+    dpkg-deb | tar | xz as argument lists (no shell: the cache path is any
+    folder name), each one's exit status checked."""
     wanted = {f"{package}/{rel}" for rel in PIECE_FILES}
-    member = f"./usr/src/{package}.tar.xz"
-    with subprocess.Popen(f"dpkg-deb --fsys-tarfile {deb} | tar -xO {member} | xz -dc -T0",
-                          shell=True, stdout=subprocess.PIPE) as proc:
-        with tarfile.open(fileobj=proc.stdout, mode="r|") as tar:
-            for info in tar:
-                if info.name in wanted and info.isfile():
-                    target = Path(dest) / info.name.split("/", 1)[1]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(tar.extractfile(info).read())
-        proc.stdout.close()
+    stages, upstream = [], None
+    with tempfile.TemporaryFile() as said:
+        for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
+                    ["tar", "-xO", f"./usr/src/{package}.tar.xz"],
+                    ["xz", "-dc", "-T0"]):
+            proc = spawn(cmd, stdin=upstream, stdout=subprocess.PIPE, stderr=said)
+            if upstream is not None:
+                upstream.close()
+            upstream = proc.stdout
+            stages.append(proc)
+        failure = None
+        try:
+            with tarfile.open(fileobj=upstream, mode="r|") as tar:
+                for info in tar:
+                    if info.name in wanted and info.isfile():
+                        target = Path(dest) / info.name.split("/", 1)[1]
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(tar.extractfile(info).read())
+            while upstream.read(1 << 20):
+                pass  # the padding after the archive: xz must not die of SIGPIPE
+        except tarfile.TarError as err:
+            failure = f"; not a tar stream ({err})"
+        finally:
+            upstream.close()
+            for proc in stages:
+                if failure is not None:
+                    kill_group(proc)  # a stage may still be writing into the closed pipe
+                proc.wait()
+                reap(proc)
+        codes = tuple(proc.returncode for proc in stages)
+        if failure or any(codes):
+            said.seek(0)
+            raise RunError("check", f"{Path(deb).name}: reading {package}.tar.xz failed "
+                           f"(dpkg-deb | tar | xz exit codes {codes}{failure or ''})",
+                           said.read().decode(errors="replace").strip())
     (Path(dest) / "kernel").mkdir(exist_ok=True)
     return Path(dest)
 

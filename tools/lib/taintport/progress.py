@@ -9,6 +9,8 @@ import sys
 import threading
 import time
 
+from .results import printable
+
 
 class Progress:
     def __init__(self, total, stream=sys.stderr):
@@ -26,6 +28,7 @@ class Progress:
         return f"[{self.finished}/{self.total} done] {busy}"[:200]
 
     def _emit(self, line):
+        line = printable(line)  # a guest's error line must not drive the terminal
         with self.lock:
             if self.live:
                 self.stream.write("\r\033[K" + (line + "\n" if line else "") + self._status())

@@ -5,22 +5,14 @@ is a pure function of the matrix document (plus, for the page, the logs the
 run left in the folder and the quilt patches it applied).
 """
 import hashlib
-import json
 from pathlib import Path
 
-from . import htmlpage, junit, series, summary
+from . import htmlpage, junit, results, series, summary
 from .cache import write_atomic
-from .errors import InputError
 
 def load(results_dir):
-    path = Path(results_dir) / "matrix.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"{path}: cannot read the matrix: {err}") from None
-    if not isinstance(doc, dict) or "cells" not in doc:
-        raise InputError(f"{path}: not a taintport matrix (no cells)")
-    return doc
+    """matrix.json of a results folder, checked field by field (results.load_matrix)."""
+    return results.load_matrix(results_dir)
 
 
 def read_patches(doc, quilt_dir=series.QUILT_DIR):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from . import fixes, kcidb
 from .cache import write_atomic
+from .results import printable
 from .verdict import Status
 
 SCHEMA = "taintport-matrix/1"
@@ -44,7 +45,11 @@ def write_document(out, doc):
 
 
 def summary_of(cell):
-    return summary_text(cell) + (" (reused: inputs unchanged)" if cell.get("reused") else "")
+    if cell.get("reused"):
+        return summary_text(cell) + " (reused: inputs unchanged)"
+    if cell.get("resumed"):
+        return summary_text(cell) + " (resumed: kept from the earlier run, inputs unchanged)"
+    return summary_text(cell)
 
 
 def known_bugs(cells):
@@ -99,12 +104,13 @@ def table(cells, stream=sys.stdout):
     rows = [("version", "variant", "status", "boot", "detail")]
     for c in cells:
         boot = c["timings"].get("boot")
-        rows.append((c["version"], c["variant"], c["status"],
-                     f"{boot:.1f}s" if boot is not None else "-", summary_of(c)))
+        rows.append(tuple(printable(text) for text in (
+            c["version"], c["variant"], c["status"],
+            f"{boot:.1f}s" if boot is not None else "-", summary_of(c))))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for i, r in enumerate(rows):
         cols = [r[j].ljust(widths[j]) for j in range(4)]
-        if colour and i:
+        if colour and i and r[2] in paint:
             cols[2] = paint[r[2]] + cols[2] + "\033[0m"
         print("  ".join(cols) + "  " + r[4], file=stream)
     code = exit_code(cells)

@@ -8,7 +8,7 @@ reproduced) is an xfail, not a pass.
 import io
 from typing import NamedTuple
 
-from . import kcidb, report
+from . import kcidb, report, results
 from .verdict import Status
 
 MEANING = {0: "every cell as expected", 1: "a kernel behaved unexpectedly",
@@ -142,4 +142,4 @@ def render(doc):
         out.append(f"* {where}accelerator {accel.get('name', '-')} "
                    f"({accel.get('reason', 'no boot')})")
         out += [f"    {tool}: {version}" for tool, version in sorted(run.get("tools", {}).items())]
-    return "\n".join(out) + "\n"
+    return results.printable("\n".join(out)) + "\n"

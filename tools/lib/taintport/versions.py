@@ -3,7 +3,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO, fixes
+from . import REPO, fixes, names
 from .errors import InputError
 
 VERSIONS_DIR = REPO / "versions"
@@ -52,16 +52,34 @@ def load(path):
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise InputError(f"{path}: unknown field(s) {', '.join(unknown)}")
+    check_fields(path, data)
     if data["name"] != path.stem:
         raise InputError(f"{path}: name '{data['name']}' does not match the file name")
-    sha = data["sha256"]
-    if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
-        raise InputError(f"{path}: sha256 '{sha}' is not 64 lower-case hex digits")
     ships = data["ships"]
     if not isinstance(ships, list) or not all(isinstance(n, str) for n in ships):
         raise InputError(f"{path}: ships must be a list of fix names")
     data["ships"] = fixes.check_names(ships, f"{path}: ships")
     return Version(path=path, **{f: data[f] for f in FIELDS})
+
+
+def check_fields(path, data):
+    """Each field against what Debian allows: every one of them ends up in a path
+    (tree, .deb, private apt configuration) or on a sources.list line."""
+    names.version_name(data["name"], f"{path}: name")
+    names.check(names.DISTRIBUTION, data["distribution"], f"{path}: distribution",
+                "a distribution name")
+    names.check(names.SUITE, data["suite"], f"{path}: suite", "a Debian suite name")
+    names.check(names.ARCHIVE, data["archive"], f"{path}: archive",
+                "an http(s): or file: archive URL")
+    names.check(names.COMPONENT, data["component"], f"{path}: component",
+                "an archive component")
+    names.package(data["package"], f"{path}: package")
+    names.deb_version(data["version"], f"{path}: version")
+    names.check(names.SHA256, data["sha256"], f"{path}: sha256",
+                "64 lower-case hex digits")
+    size = data["size"]
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise InputError(f"{path}: size: {size!r} is not a size in bytes")
 
 
 def series_key(version):

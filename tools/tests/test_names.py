@@ -1,0 +1,68 @@
+"""Names used as paths are checked first: nothing is created outside the cache.
+
+A version name names a lock, a tree and a build dir; a descriptor's fields
+name a .deb and a private apt configuration. docs/faults.md ("Inputs") maps
+each case here.
+"""
+
+import pytest
+
+from taintport import versions
+from taintport.cache import Cache
+from taintport.errors import InputError
+
+from test_versions import write
+
+
+
+
+# 4. a version name that is a path
+
+@pytest.mark.parametrize("verb", ["build", "boot", "apply"])
+@pytest.mark.parametrize("name", ["../../outside/data", "{tmp}/outside/data", "a/b"])
+def test_a_version_that_is_a_path_touches_nothing(tmp_path, verb, name, taintport):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data.lock").write_text("a file that held data\n")
+    proc = taintport(verb, "--version", name.format(tmp=tmp_path),
+                     "--variant", "upstream")
+    assert proc.returncode == 2
+    assert "unknown version(s)" in proc.stderr and "Traceback" not in proc.stderr
+    assert (outside / "data.lock").read_text() == "a file that held data\n"
+    assert [p.name for p in outside.iterdir()] == ["data.lock"]
+    assert not (tmp_path / "cache" / "locks").exists(), "no lock before the name is known"
+
+
+@pytest.mark.parametrize("name", ["../x", "/tmp/x", "a/b", "bookworm\n-6.1", ""])
+def test_a_lock_is_named_only_by_a_version_name(tmp_path, name):
+    with pytest.raises(InputError, match="is not a version name"):
+        with Cache(tmp_path / "cache").locked(name):
+            pass
+    assert not list(tmp_path.rglob("*.lock"))
+
+
+# 5. descriptor fields
+
+@pytest.mark.parametrize("field, value", [
+    ("package", "../../outside/x"),
+    ("suite", "../../../outside/apt-escape"),
+    ("version", "1.0/../../../outside/x"),
+    ("component", "main non-free"),
+    ("archive", "http://deb.debian.org/debian [trusted=yes]"),
+    ("distribution", "../debian"),
+    ("name", "../x-1"),
+    ("sha256", 123),
+    ("size", "big"),
+])
+def test_a_descriptor_field_is_checked_naming_file_and_field(tmp_path, field, value):
+    path = write(tmp_path, "x-1", **{field: value})
+    with pytest.raises(InputError) as err:
+        versions.load(path)
+    assert str(err.value).startswith(f"{path}: {field}: {value!r} is not ")
+
+
+def test_a_bad_descriptor_stops_every_verb_that_reads_versions(tmp_path):
+    write(tmp_path, "x-1", package="../../outside/x")
+    with pytest.raises(InputError, match=r"x-1.toml: package: '../../outside/x'"):
+        versions.select(["x-1"], tmp_path)
+    assert not (tmp_path / "outside").exists()

@@ -1,0 +1,153 @@
+"""Results that must not be lost or wrongly reused: --out, --resume, an interrupted fetch.
+
+No kernel is built: the runs here find every cell they need already done
+(keyed with the inputs of now), or are stopped while fetching a small
+package from a local archive (as in test_fetch.py). Each uses a private
+cache. docs/faults.md ("The run") maps each case here.
+"""
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from taintport import cli, fetch, kconfig, matrix, results, series, versions
+from taintport.cache import Cache
+from taintport.process import STOPPING
+
+from test_fetch import make_deb, publish, sha, version
+from test_results_input import listing
+
+BOOKWORM = Path(__file__).parent / "data" / "results" / "bookworm-6.1"
+VERSION = "bookworm-6.1"
+VARIANTS = ["upstream", "reverted", "backported"]  # the fixture's cells
+
+
+
+def keyed(tmp_path):
+    """The bookworm fixture folder, each cell keyed with the inputs of now, and a
+    Runner resuming it."""
+    out = tmp_path / "run"
+    shutil.copytree(BOOKWORM, out)
+    runner = matrix.Runner(Cache(tmp_path / "cache"), out, resume=True)
+    pinned = versions.select([VERSION])[0]
+    quilt_series = series.load(VERSION)
+    for variant in VARIANTS:
+        path = out / VERSION / variant / "cell.json"
+        cell = json.loads(path.read_text())
+        cell["key"] = matrix.cell_key(matrix.inputs(pinned, quilt_series, variant),
+                                      runner.tools, runner.timeout)
+        path.write_text(json.dumps(cell))
+    return out, runner, pinned
+
+
+# 7. --out and --resume never lose cells
+
+def test_an_out_folder_holding_results_is_refused(tmp_path, taintport):
+    out = tmp_path / "run"
+    shutil.copytree(BOOKWORM, out)
+    before = listing(out)
+    proc = taintport("matrix", "--versions", VERSION, "--out", out)
+    assert proc.returncode == 2
+    assert "already holds results" in proc.stderr and f"--resume {out}" in proc.stderr
+    assert listing(out) == before
+
+
+def test_a_results_folder_being_written_is_refused_to_a_second_run(tmp_path, taintport):
+    out = tmp_path / "run"
+    with results.writing(out):
+        proc = taintport("matrix", "--versions", VERSION, "--out", out)
+    assert proc.returncode == 2
+    assert f"pid {os.getpid()} is writing this results folder" in proc.stderr
+    assert [p.name for p in out.iterdir()] == [results.LOCK]
+
+
+def test_default_results_folders_started_in_one_second_differ(tmp_path):
+    stem = time.strftime("%Y%m%dT%H%M%S")
+    first, second = (results.unique_folder(tmp_path, stem) for _ in range(2))
+    assert first != second and first.is_dir() and second.is_dir()
+
+
+def test_resume_of_one_version_keeps_the_other_versions_cells(tmp_path):
+    out, runner, pinned = keyed(tmp_path)
+    other = out / "bullseye-5.10" / "upstream"
+    shutil.copytree(out / VERSION / "upstream", other)
+    cell = json.loads((other / "cell.json").read_text())
+    cell.update(version="bullseye-5.10",
+                logs={"build": "bullseye-5.10/upstream/build.log",
+                      "console": "bullseye-5.10/upstream/console.log"})
+    (other / "cell.json").write_text(json.dumps(cell))
+    assert runner.run([pinned], VARIANTS) == 0
+    cells = json.loads((out / "matrix.json").read_text())["cells"]
+    assert [(c["version"], c["variant"]) for c in cells] == \
+        [(VERSION, v) for v in VARIANTS] + [("bullseye-5.10", "upstream")]
+    assert all(c.get("resumed") for c in cells[:3])
+
+
+# 8. --resume reuses only cells whose inputs are the ones of now
+
+def test_resume_runs_again_the_cells_whose_inputs_changed(tmp_path, monkeypatch):
+    out, runner, pinned = keyed(tmp_path)
+    runner.earlier = results.earlier_cells(out)
+    _, done, todo = runner.plan(pinned, VARIANTS)
+    assert [d.variant for d in done] == VARIANTS and not todo
+    # kconfigs/base.config edited after the interrupted run
+    edited = tmp_path / "kconfigs"
+    shutil.copytree(kconfig.KCONFIG_DIR, edited)
+    with open(edited / "base.config", "a") as out_file:
+        out_file.write("CONFIG_PRINTK_TIME=y\n")
+    fragments = kconfig.fragments
+    monkeypatch.setattr(kconfig, "fragments", lambda name: fragments(name, edited))
+    _, done, todo = runner.plan(pinned, VARIANTS)
+    assert not done and [t[0] for t in todo] == VARIANTS
+
+
+def test_the_report_says_which_cells_were_resumed(tmp_path, taintport):
+    out, runner, pinned = keyed(tmp_path)
+    runner.run([pinned], VARIANTS)
+    proc = taintport("report", out)
+    assert proc.returncode == 0
+    assert (out / "summary.md").read_text().count("resumed: kept from the earlier run") == 3
+
+
+# 9. a stop while fetching writes no cell
+
+@pytest.fixture
+def sigterm_ends_the_run():
+    """SIGTERM handled as `taintport matrix` handles it; the stop undone afterwards."""
+    old = signal.signal(signal.SIGTERM, cli.on_sigterm)
+    yield
+    signal.signal(signal.SIGTERM, old)
+    STOPPING.clear()
+
+
+def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_ends_the_run):
+    deb = make_deb(tmp_path, "9.9.1-1", "good")
+    publish(tmp_path / "archive", [deb])
+    small = version(tmp_path / "archive", "9.9.1-1", sha(deb))
+    quilt = tmp_path / "quilt"
+    (quilt / small.name).mkdir(parents=True)
+    (quilt / small.name / "series").write_text("")
+    extract = fetch.extract
+
+    def stopped_mid_fetch(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        STOPPING.wait(30)  # the main thread ends every child, as on a real stop
+        return extract(*args, **kwargs)
+
+    monkeypatch.setattr(fetch, "extract", stopped_mid_fetch)
+    out = tmp_path / "run"
+    runner = matrix.Runner(Cache(tmp_path / "cache"), out, quilt_dir=quilt)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run([small], VARIANTS)
+    assert STOPPING.is_set()
+    assert not list(out.rglob("cell.json")) and not (out / "matrix.json").exists()
+    STOPPING.clear()
+    # --resume has all of them to run
+    resumed = matrix.Runner(Cache(tmp_path / "cache"), out, quilt_dir=quilt, resume=True)
+    resumed.earlier = results.earlier_cells(out)
+    _, done, todo = resumed.plan(small, VARIANTS)
+    assert not done and [t[0] for t in todo] == VARIANTS
