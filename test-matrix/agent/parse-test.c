@@ -208,6 +208,7 @@ static void kmsg_message_refuses_a_record_without_prefix(void)
 #define LOAD_6X "  taintport-agen-73      [000] .....     2.345678: module_load: utt OFE"
 #define LOAD_510 "  taintport-agen-71      [000] ....     1.234567: module_load: utt O"
 #define FIRE "  taintport-agen-73      [000] .....     2.400001: utt_fire: value=1001"
+#define TLP_FIRE "  taintport-agen-73      [000] ...1.     3.100002: tlp_fire: calls=2"
 
 static bool flags_are(const char *line, const char *want)
 {
@@ -263,19 +264,31 @@ static void trace_utt_fire_value(void)
 	const char *payload = trace_event_payload(FIRE, "utt_fire");
 	int value;
 
-	ktap_test_result(payload && utt_fire_value(payload, &value) &&
+	ktap_test_result(payload && trace_int_field(payload, "value", &value) &&
 			 value == 1001,
 			 "trace_utt_fire_value");
+}
+
+static void trace_tlp_fire_calls(void)
+{
+	const char *payload = trace_event_payload(TLP_FIRE, "tlp_fire");
+	int calls;
+
+	ktap_test_result(payload && trace_int_field(payload, "calls", &calls) &&
+			 calls == 2,
+			 "trace_tlp_fire_calls");
 }
 
 static void trace_utt_fire_refuses_garbage(void)
 {
 	int value;
 
-	ktap_test_result(!utt_fire_value("value=", &value) &&
-			 !utt_fire_value("value= 1", &value) &&
-			 !utt_fire_value("value=1x", &value) &&
-			 !utt_fire_value("count=1", &value),
+	ktap_test_result(!trace_int_field("value=", "value", &value) &&
+			 !trace_int_field("value= 1", "value", &value) &&
+			 !trace_int_field("value=1x", "value", &value) &&
+			 !trace_int_field("count=1", "value", &value) &&
+			 !trace_int_field("values=1", "value", &value) &&
+			 !trace_int_field("value", "value", &value),
 			 "trace_utt_fire_refuses_garbage");
 }
 
@@ -309,6 +322,7 @@ static void (*const tests[])(void) = {
 	trace_module_load_of_another_module,
 	trace_event_payload_ignores_other_events,
 	trace_utt_fire_value,
+	trace_tlp_fire_calls,
 	trace_utt_fire_refuses_garbage,
 };
 

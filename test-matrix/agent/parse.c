@@ -171,14 +171,19 @@ bool module_load_flags(const char *payload, const char *module,
 	return true;
 }
 
-/* utt:utt_fire prints "value=%d" (module/utt_trace.h) */
-bool utt_fire_value(const char *payload, int *value)
+/*
+ * The integer of "<field>=%d", the whole payload of a test module's
+ * event: utt:utt_fire prints "value=%d", tlp:tlp_fire "calls=%d"
+ * (module/utt_trace.h, module/tlp_trace.h).
+ */
+bool trace_int_field(const char *payload, const char *field, int *value)
 {
-	const char *digits = payload + strlen("value=");
+	size_t len = strlen(field);
+	const char *digits = payload + len + 1;
 	char *end;
 	long v;
 
-	if (strncmp(payload, "value=", strlen("value=")))
+	if (strncmp(payload, field, len) || payload[len] != '=')
 		return false;
 	/* strtol() would also take leading blanks and a '+' */
 	if (*digits != '-' && (*digits < '0' || *digits > '9'))

@@ -34,6 +34,6 @@ const char *kmsg_message(const char *record, size_t len, size_t *msg_len);
 const char *trace_event_payload(const char *line, const char *event);
 bool module_load_flags(const char *payload, const char *module,
 		       char *flags, size_t size);
-bool utt_fire_value(const char *payload, int *value);
+bool trace_int_field(const char *payload, const char *field, int *value);
 
 #endif /* TAINTPORT_PARSE_H */

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * taintport-agent - load utt three ways in the test guest, print KTAP
+ * taintport-agent - load the test modules in the test guest, print KTAP
  *
  * Runs from the initramfs (dracut module 50taintport) of a throw-away
  * QEMU guest: loads /taintport/utt-signed.ko, then /taintport/utt.ko,
- * then utt.ko again with the vermagic check off, and reports after each
- * load what the kernel did to the module's taint, the kernel's taint,
- * the module's trace events and the kernel log. Then it ends the VM.
+ * then utt.ko again with the vermagic check off, then the livepatch
+ * /taintport/tlp-signed.ko, and reports after each load what the kernel
+ * did to the module's taint, the kernel's taint, the module's trace
+ * events and the kernel log. Then it ends the VM.
  *
  * test-matrix/README.md is the contract: the guard, the checks and
  * their order, the output. Whether a fact is wanted is not decided here.
@@ -25,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/module.h>
 
@@ -37,14 +39,19 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* as tools/include/linux/compiler.h spells it */
+#ifndef __always_unused
+#define __always_unused __attribute__((__unused__))
+#endif
+
 #define TOKEN_PATH		"/taintport/token"
-#define MODULE_NAME		"utt"
-#define MODULE_SYSFS		"/sys/module/" MODULE_NAME
+#define KLP_SYSFS		"/sys/kernel/livepatch"
 
 /* bit numbers of include/linux/panic.h (kernel.h before 6.0) */
 #define TAINT_FORCED_MODULE	1
 #define TAINT_OOT_MODULE	12
 #define TAINT_UNSIGNED_MODULE	13
+#define TAINT_LIVEPATCH		15
 
 /* include/linux/syslog.h, not exported to user space */
 #define SYSLOG_ACTION_CONSOLE_LEVEL	8
@@ -60,20 +67,53 @@
 /* room for any tracefs or sysfs path the agent builds */
 #define PATH_SIZE		128
 
-/* results per load mode: the rows of the README's table */
-#define CHECKS_PER_MODE		16
+/*
+ * How long a livepatch transition may take before the agent gives up
+ * waiting. With reliable stack traces it finishes at once; the livepatch
+ * core retries a blocked one every second, so this allows several tries.
+ */
+#define KLP_WAIT_MS		10000
+
+struct load;
+
+/* a livepatch replaces a function behind file: reading it shows marker */
+struct klp_test {
+	const char *file;
+	const char *marker;
+};
+
+/* a log_<name> check: holds when the load logged needle */
+struct log_check {
+	const char *name;
+	const char *needle;
+};
+
+/*
+ * What the agent checks about one test module: the rows of the README's
+ * table that apply to it, in that order. A 'E' among the letters stands
+ * for taintport.letter.
+ */
+struct test_module {
+	const char *name;		/* also its trace system */
+	const struct klp_test *klp;	/* NULL unless the module is a livepatch */
+	const char *taint_letters;	/* <m>_module_taint_<letter> */
+	const unsigned int *kernel_bits;	/* <m>_kernel_taint_bit<n> */
+	size_t nr_kernel_bits;
+	const char *event;		/* the module's one trace event */
+	/* makes the module fire its event; false when the agent failed */
+	bool (*fire)(const struct load *l, int value);
+	/* whether an event payload is the one fire() caused */
+	bool (*fired)(const char *payload, int value);
+	const char *load_letters;	/* <m>_module_load_<letter> */
+	const struct log_check *logs;	/* <m>_log_<name> */
+	size_t nr_logs;
+};
 
 struct mode {
 	const char *name;
+	const struct test_module *module;
 	const char *path;
 	int flags;
-};
-
-/* in this order: taint bits are sticky, so a later load sees earlier ones */
-static const struct mode modes[] = {
-	{ "signed", "/taintport/utt-signed.ko", 0 },
-	{ "unsigned", "/taintport/utt.ko", 0 },
-	{ "forced", "/taintport/utt.ko", MODULE_INIT_IGNORE_VERMAGIC },
 };
 
 /* what one load did, gathered before its results are printed */
@@ -92,6 +132,7 @@ static enum fault fault;
 static char unsigned_letter;
 static char tracefs[32];	/* "" when no tracefs could be found */
 static bool module_load_enabled;
+static unsigned int plan;	/* results to print, the sum over the modes */
 
 static __printf(1, 2) void agent_error(const char *fmt, ...)
 {
@@ -180,8 +221,7 @@ static void vm_end(int n)
  */
 static void result_counted(void)
 {
-	if (fault == FAULT_TRUNCATE &&
-	    ktap_test_num() == ARRAY_SIZE(modes) * CHECKS_PER_MODE / 2)
+	if (fault == FAULT_TRUNCATE && ktap_test_num() == plan / 2)
 		vm_end(0);
 }
 
@@ -197,6 +237,31 @@ static void report_unobserved(const struct load *l, const char *check,
 {
 	ktap_test_result_skip(why, "%s_%s", l->mode->name, check);
 	result_counted();
+}
+
+/* the letter the kernel under test shows for a letter of the tables */
+static char letter_of(char letter)
+{
+	return letter == 'E' ? unsigned_letter : letter;
+}
+
+/*
+ * One result <what>_<c> for each c of letters: whether have holds that
+ * letter, or, when have is NULL, that the agent could not see (why).
+ */
+static void report_letters(const struct load *l, const char *what,
+			   const char *letters, const char *have,
+			   const char *why)
+{
+	char check[32];
+
+	for (; *letters; letters++) {
+		snprintf(check, sizeof(check), "%s_%c", what, *letters);
+		if (have)
+			report(l, check, taint_has_letter(have, letter_of(*letters)));
+		else
+			report_unobserved(l, check, why);
+	}
 }
 
 /*
@@ -409,98 +474,179 @@ static void check_loads(const struct load *l)
 
 static void check_module_taint(const struct load *l)
 {
+	const struct test_module *m = l->mode->module;
 	const char *name = l->mode->name;
+	char path[PATH_SIZE];
 	char taint[32] = "";
 
-	if (l->loaded &&
-	    read_text(MODULE_SYSFS "/taint", taint, sizeof(taint)) < 0) {
-		agent_error("%s: read %s/taint: %s", name, MODULE_SYSFS,
-			    strerror(errno));
-		report_unobserved(l, "module_taint_O", "taint unreadable");
-		report_unobserved(l, "module_taint_F", "taint unreadable");
-		report_unobserved(l, "module_taint_E", "taint unreadable");
+	snprintf(path, sizeof(path), "/sys/module/%s/taint", m->name);
+	if (l->loaded && read_text(path, taint, sizeof(taint)) < 0) {
+		agent_error("%s: read %s: %s", name, path, strerror(errno));
+		report_letters(l, "module_taint", m->taint_letters, NULL,
+			       "taint unreadable");
 		return;
 	}
 	taint[strcspn(taint, "\n")] = '\0';
 
 	if (l->loaded)
-		ktap_print_msg("%s: %s/taint = %s", name, MODULE_SYSFS, taint);
+		ktap_print_msg("%s: %s = %s", name, path, taint);
 	else
-		ktap_print_msg("%s: %s/taint: module not loaded", name,
-			       MODULE_SYSFS);
-	if (unsigned_letter != 'E')
+		ktap_print_msg("%s: %s: module not loaded", name, path);
+	if (unsigned_letter != 'E' && strchr(m->taint_letters, 'E'))
 		ktap_print_msg("%s: module_taint_E looks for '%c' (taintport.letter)",
 			       name, unsigned_letter);
-	report(l, "module_taint_O", taint_has_letter(taint, 'O'));
-	report(l, "module_taint_F", taint_has_letter(taint, 'F'));
-	report(l, "module_taint_E", taint_has_letter(taint, unsigned_letter));
+	report_letters(l, "module_taint", m->taint_letters, taint, NULL);
 }
 
 static void check_kernel_taint(const struct load *l)
 {
+	const struct test_module *m = l->mode->module;
 	unsigned long tainted;
+	bool readable;
+	char check[32];
 	char text[32];
+	size_t i;
 
-	if (read_text("/proc/sys/kernel/tainted", text, sizeof(text)) < 0 ||
-	    !tainted_parse(text, &tainted)) {
+	readable = read_text("/proc/sys/kernel/tainted", text, sizeof(text)) >= 0 &&
+		   tainted_parse(text, &tainted);
+	if (readable)
+		ktap_print_msg("%s: tainted = %lu", l->mode->name, tainted);
+	else
 		agent_error("%s: cannot read /proc/sys/kernel/tainted",
 			    l->mode->name);
-		report_unobserved(l, "kernel_taint_bit12", "tainted unreadable");
-		report_unobserved(l, "kernel_taint_bit1", "tainted unreadable");
-		report_unobserved(l, "kernel_taint_bit13", "tainted unreadable");
-		return;
+	for (i = 0; i < m->nr_kernel_bits; i++) {
+		snprintf(check, sizeof(check), "kernel_taint_bit%u",
+			 m->kernel_bits[i]);
+		if (readable)
+			report(l, check, tainted_has_bit(tainted, m->kernel_bits[i]));
+		else
+			report_unobserved(l, check, "tainted unreadable");
 	}
-	ktap_print_msg("%s: tainted = %lu", l->mode->name, tainted);
-	report(l, "kernel_taint_bit12",
-	       tainted_has_bit(tainted, TAINT_OOT_MODULE));
-	report(l, "kernel_taint_bit1",
-	       tainted_has_bit(tainted, TAINT_FORCED_MODULE));
-	report(l, "kernel_taint_bit13",
-	       tainted_has_bit(tainted, TAINT_UNSIGNED_MODULE));
 }
 
-static bool events_present(void)
+/* KLP_SYSFS/<module>/<file>, or KLP_SYSFS/<module> when file is NULL */
+static void klp_path(const struct load *l, const char *file, char *buf,
+		     size_t size)
+{
+	snprintf(buf, size, "%s/%s%s%s", KLP_SYSFS, l->mode->module->name,
+		 file ? "/" : "", file ? file : "");
+}
+
+static bool klp_transition_done(const struct load *l)
+{
+	char path[PATH_SIZE];
+	char text[8];
+
+	klp_path(l, "transition", path, sizeof(path));
+	return read_text(path, text, sizeof(text)) >= 0 && text[0] == '0';
+}
+
+/* the patch is freed, and with it the reference it held on its module */
+static bool klp_gone(const struct load *l)
+{
+	char path[PATH_SIZE];
+
+	klp_path(l, NULL, path, sizeof(path));
+	return access(path, F_OK) && errno == ENOENT;
+}
+
+/* polls done() every 10 ms; about how long it took, or -1 past KLP_WAIT_MS */
+static int klp_wait(const struct load *l, bool (*done)(const struct load *l))
+{
+	const struct timespec step = { .tv_nsec = 10 * 1000 * 1000 };
+	int waited;
+
+	for (waited = 0; !done(l); waited += 10) {
+		if (waited >= KLP_WAIT_MS)
+			return -1;
+		nanosleep(&step, NULL);
+	}
+	return waited;
+}
+
+/*
+ * <m>_enabled: the livepatch core registered the patch and enabled it.
+ * Then the agent waits for the transition to finish, so that what it
+ * reads next goes through the new function whichever task reads it.
+ */
+static void check_klp_enabled(const struct load *l)
+{
+	const char *name = l->mode->name;
+	char path[PATH_SIZE];
+	char enabled[8];
+	int waited;
+
+	klp_path(l, "enabled", path, sizeof(path));
+	if (read_text(path, enabled, sizeof(enabled)) < 0) {
+		ktap_print_msg("%s: %s: %s", name, path, strerror(errno));
+		report(l, "enabled", false);
+		return;
+	}
+	enabled[strcspn(enabled, "\n")] = '\0';
+	ktap_print_msg("%s: %s = %s", name, path, enabled);
+
+	waited = klp_wait(l, klp_transition_done);
+	if (waited < 0)
+		ktap_print_msg("%s: transition not finished after %d ms", name,
+			       KLP_WAIT_MS);
+	else
+		ktap_print_msg("%s: transition finished after %d ms", name,
+			       waited);
+	report(l, "enabled", !strcmp(enabled, "1"));
+}
+
+/* <m>_patch_applies: the patched file shows the replacement's marker */
+static void check_klp_applies(const struct load *l)
+{
+	const struct klp_test *klp = l->mode->module->klp;
+	const char *name = l->mode->name;
+	char text[512];
+
+	if (read_text(klp->file, text, sizeof(text)) < 0) {
+		agent_error("%s: read %s: %s", name, klp->file, strerror(errno));
+		report_unobserved(l, "patch_applies", "file unreadable");
+		return;
+	}
+	ktap_print_msg("%s: %s = %.*s", name, klp->file,
+		       (int)strcspn(text, "\n"), text);
+	report(l, "patch_applies", !strcmp(text, klp->marker));
+}
+
+static bool events_present(const struct test_module *m)
 {
 	char path[PATH_SIZE];
 	struct stat st;
 
-	tracefs_path(path, sizeof(path), "events/" MODULE_NAME);
+	snprintf(path, sizeof(path), "%s/events/%s", tracefs, m->name);
 	return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
 /*
- * Enables utt:utt_fire where the kernel created it, writes value to the
- * module's fire parameter, and reads the trace. Without the event the
- * parameter is still written: a line must not appear then, whatever the
- * tracepoint does. Returns false when the agent itself failed.
+ * Enables the module's event where the kernel created it, has the module
+ * fire it, and reads the trace. Without the event the module still
+ * fires: a line must not appear then, whatever the tracepoint does.
+ * Returns false when the agent itself failed.
  */
 static bool fire_event(struct load *l, bool present, int value)
 {
+	const struct test_module *m = l->mode->module;
 	char enable[PATH_SIZE];
-	char text[16];
 	bool ok = true;
 
-	tracefs_path(enable, sizeof(enable),
-		     "events/" MODULE_NAME "/utt_fire/enable");
+	snprintf(enable, sizeof(enable), "%s/events/%s/%s/enable", tracefs,
+		 m->name, m->event);
 	if (present && write_text(enable, "1")) {
-		agent_error("%s: enable utt:utt_fire: %s", l->mode->name,
-			    strerror(errno));
+		agent_error("%s: enable %s:%s: %s", l->mode->name, m->name,
+			    m->event, strerror(errno));
 		return false;
 	}
-	if (l->loaded) {
-		snprintf(text, sizeof(text), "%d", value);
-		if (write_text(MODULE_SYSFS "/parameters/fire", text)) {
-			agent_error("%s: write %s/parameters/fire: %s",
-				    l->mode->name, MODULE_SYSFS,
-				    strerror(errno));
-			ok = false;
-		}
-	}
+	if (l->loaded)
+		ok = m->fire(l, value);
 	trace_read(l);
 	/* an enabled event has no business outliving this mode */
 	if (present && write_text(enable, "0")) {
-		agent_error("%s: disable utt:utt_fire: %s", l->mode->name,
-			    strerror(errno));
+		agent_error("%s: disable %s:%s: %s", l->mode->name, m->name,
+			    m->event, strerror(errno));
 		ok = false;
 	}
 	return ok && l->trace_read;
@@ -534,15 +680,27 @@ static bool trace_find(const struct load *l, const char *event,
 	return false;
 }
 
+/* what check_events() looks for, and the payload it found */
+struct fire_match {
+	const struct test_module *module;
+	int value;
+	char payload[64];
+};
+
 static bool fire_line_found(const char *payload, void *arg)
 {
-	int value;
+	struct fire_match *match = arg;
 
-	return utt_fire_value(payload, &value) && value == *(int *)arg;
+	if (!match->module->fired(payload, match->value))
+		return false;
+	snprintf(match->payload, sizeof(match->payload), "%s", payload);
+	return true;
 }
 
 static void check_events(struct load *l, int value)
 {
+	struct fire_match match = { .module = l->mode->module, .value = value };
+	const struct test_module *m = l->mode->module;
 	const char *name = l->mode->name;
 	bool present;
 
@@ -552,8 +710,8 @@ static void check_events(struct load *l, int value)
 		return;
 	}
 
-	present = events_present();
-	ktap_print_msg("%s: %s/events/%s/ %s", name, tracefs, MODULE_NAME,
+	present = events_present(m);
+	ktap_print_msg("%s: %s/events/%s/ %s", name, tracefs, m->name,
 		       present ? "exists" : "does not exist");
 	report(l, "events_present", present);
 
@@ -561,12 +719,12 @@ static void check_events(struct load *l, int value)
 		report_unobserved(l, "event_fires", "agent error");
 		return;
 	}
-	if (trace_find(l, "utt_fire", fire_line_found, &value)) {
-		ktap_print_msg("%s: utt_fire: value=%d", name, value);
+	if (trace_find(l, m->event, fire_line_found, &match)) {
+		ktap_print_msg("%s: %s: %s", name, m->event, match.payload);
 		report(l, "event_fires", true);
 	} else {
-		ktap_print_msg("%s: no utt_fire line with value=%d in trace",
-			       name, value);
+		ktap_print_msg("%s: no %s line of this load in trace", name,
+			       m->event);
 		report(l, "event_fires", false);
 	}
 }
@@ -574,78 +732,229 @@ static void check_events(struct load *l, int value)
 /* room for show_module_flags()'s five letters and more */
 #define MODULE_FLAGS_SIZE	16
 
+/* what check_module_load() looks for, and the letters it found */
+struct load_match {
+	const char *module;
+	char flags[MODULE_FLAGS_SIZE];
+};
+
 static bool module_load_found(const char *payload, void *arg)
 {
-	return module_load_flags(payload, MODULE_NAME, arg, MODULE_FLAGS_SIZE);
+	struct load_match *match = arg;
+
+	return module_load_flags(payload, match->module, match->flags,
+				 sizeof(match->flags));
 }
 
 static void check_module_load(const struct load *l)
 {
+	const struct test_module *m = l->mode->module;
+	struct load_match match = { .module = m->name };
 	const char *why = NULL;
-	char flags[MODULE_FLAGS_SIZE] = "";
 
 	if (!module_load_enabled)
 		why = "module:module_load not enabled";
 	else if (!l->trace_read)
 		why = "trace unreadable";
 	if (why) {
-		report_unobserved(l, "module_load_O", why);
-		report_unobserved(l, "module_load_F", why);
-		report_unobserved(l, "module_load_E", why);
+		report_letters(l, "module_load", m->load_letters, NULL, why);
 		return;
 	}
 
-	if (trace_find(l, "module_load", module_load_found, flags))
+	if (trace_find(l, "module_load", module_load_found, &match))
 		ktap_print_msg("%s: module_load: %s %s", l->mode->name,
-			       MODULE_NAME, flags);
+			       m->name, match.flags);
 	else
 		ktap_print_msg("%s: no module_load line for %s in trace",
-			       l->mode->name, MODULE_NAME);
+			       l->mode->name, m->name);
 	/* show_module_flags() letters, same alphabet as the taint file */
-	report(l, "module_load_O", taint_has_letter(flags, 'O'));
-	report(l, "module_load_F", taint_has_letter(flags, 'F'));
-	report(l, "module_load_E", taint_has_letter(flags, unsigned_letter));
+	report_letters(l, "module_load", m->load_letters, match.flags, NULL);
 }
 
 static void check_log(const struct load *l)
 {
+	const struct test_module *m = l->mode->module;
 	const char *line = l->kmsg;
+	char check[32];
+	size_t i;
 
-	if (!l->kmsg_read) {
-		report_unobserved(l, "log_verification_failed", "no kernel log");
-		report_unobserved(l, "log_bad_vermagic", "no kernel log");
-		report_unobserved(l, "log_bad_taint", "no kernel log");
-		return;
-	}
-
-	if (!*line)
+	if (l->kmsg_read && !*line)
 		ktap_print_msg("%s: dmesg: nothing logged", l->mode->name);
-	while (*line) {
+	while (l->kmsg_read && *line) {
 		int len = strcspn(line, "\n");
 
 		ktap_print_msg("%s: dmesg: %.*s", l->mode->name, len, line);
 		line += len;
 		line += *line == '\n';
 	}
-	report(l, "log_verification_failed",
-	       strstr(l->kmsg, "module verification failed"));
-	report(l, "log_bad_vermagic", strstr(l->kmsg, "bad vermagic"));
-	report(l, "log_bad_taint",
-	       strstr(l->kmsg, "module has bad taint, not creating trace events"));
+	for (i = 0; i < m->nr_logs; i++) {
+		snprintf(check, sizeof(check), "log_%s", m->logs[i].name);
+		if (l->kmsg_read)
+			report(l, check, strstr(l->kmsg, m->logs[i].needle));
+		else
+			report_unobserved(l, check, "no kernel log");
+	}
+}
+
+/*
+ * A livepatch module stays referenced until its patch is disabled and
+ * the transition back has finished; only then can it be deleted.
+ */
+static void klp_disable(const struct load *l)
+{
+	const char *name = l->mode->name;
+	char path[PATH_SIZE];
+	int waited;
+
+	klp_path(l, "enabled", path, sizeof(path));
+	if (write_text(path, "0")) {
+		ktap_print_msg("%s: write 0 to %s: %s", name, path,
+			       strerror(errno));
+		return;
+	}
+	klp_path(l, NULL, path, sizeof(path));
+	waited = klp_wait(l, klp_gone);
+	if (waited < 0)
+		ktap_print_msg("%s: %s still there after %d ms", name, path,
+			       KLP_WAIT_MS);
+	else
+		ktap_print_msg("%s: %s gone after %d ms", name, path, waited);
 }
 
 static void check_unloads(const struct load *l)
 {
-	bool unloaded = !sys_delete_module(MODULE_NAME, O_NONBLOCK);
+	const struct test_module *m = l->mode->module;
+	bool unloaded;
 
-	ktap_print_msg("%s: delete_module(%s) = %s", l->mode->name,
-		       MODULE_NAME, unloaded ? "0" : strerror(errno));
+	if (m->klp && l->loaded)
+		klp_disable(l);
+	unloaded = !sys_delete_module(m->name, O_NONBLOCK);
+	ktap_print_msg("%s: delete_module(%s) = %s", l->mode->name, m->name,
+		       unloaded ? "0" : strerror(errno));
 	report(l, "unloads", unloaded);
 }
 
-/* the CHECKS_PER_MODE results of one mode, in the README's order */
+/* utt fires utt:utt_fire with the value written to its parameter */
+static bool fire_by_parameter(const struct load *l, int value)
+{
+	char path[PATH_SIZE];
+	char text[16];
+
+	snprintf(path, sizeof(path), "/sys/module/%s/parameters/fire",
+		 l->mode->module->name);
+	snprintf(text, sizeof(text), "%d", value);
+	if (!write_text(path, text))
+		return true;
+	agent_error("%s: write %s: %s", l->mode->name, path, strerror(errno));
+	return false;
+}
+
+static bool utt_fired(const char *payload, int value)
+{
+	int fired;
+
+	return trace_int_field(payload, "value", &fired) && fired == value;
+}
+
+/* tlp fires tlp:tlp_fire from the function it patched in */
+static bool fire_by_reading(const struct load *l, int value __always_unused)
+{
+	const char *file = l->mode->module->klp->file;
+	char text[512];
+
+	if (read_text(file, text, sizeof(text)) >= 0)
+		return true;
+	agent_error("%s: read %s: %s", l->mode->name, file, strerror(errno));
+	return false;
+}
+
+/* tlp counts the reads it served; which read this was does not matter */
+static bool tlp_fired(const char *payload, int value __always_unused)
+{
+	int calls;
+
+	return trace_int_field(payload, "calls", &calls) && calls > 0;
+}
+
+static const unsigned int utt_kernel_bits[] = {
+	TAINT_OOT_MODULE, TAINT_FORCED_MODULE, TAINT_UNSIGNED_MODULE,
+};
+
+static const struct log_check utt_logs[] = {
+	{ "verification_failed", "module verification failed" },
+	{ "bad_vermagic", "bad vermagic" },
+	{ "bad_taint", "module has bad taint, not creating trace events" },
+};
+
+static const struct test_module utt = {
+	.name = "utt",
+	.taint_letters = "OFE",
+	.kernel_bits = utt_kernel_bits,
+	.nr_kernel_bits = ARRAY_SIZE(utt_kernel_bits),
+	.event = "utt_fire",
+	.fire = fire_by_parameter,
+	.fired = utt_fired,
+	.load_letters = "OFE",
+	.logs = utt_logs,
+	.nr_logs = ARRAY_SIZE(utt_logs),
+};
+
+/* module/tlp.c replaces cmdline_proc_show() */
+static const struct klp_test tlp_klp = {
+	.file = "/proc/cmdline",
+	.marker = "taintport-livepatch\n",
+};
+
+static const unsigned int tlp_kernel_bits[] = { TAINT_LIVEPATCH };
+
+/* check_modinfo_livepatch() says so only once a boot: tlp loads once */
+static const struct log_check tlp_logs[] = {
+	{ "livepatch_taint", "tainting kernel with TAINT_LIVEPATCH" },
+	{ "bad_taint", "module has bad taint, not creating trace events" },
+};
+
+/* show_module_flags() has no K: the module_load line shows O alone */
+static const struct test_module tlp = {
+	.name = "tlp",
+	.klp = &tlp_klp,
+	.taint_letters = "OKE",
+	.kernel_bits = tlp_kernel_bits,
+	.nr_kernel_bits = ARRAY_SIZE(tlp_kernel_bits),
+	.event = "tlp_fire",
+	.fire = fire_by_reading,
+	.fired = tlp_fired,
+	.load_letters = "O",
+	.logs = tlp_logs,
+	.nr_logs = ARRAY_SIZE(tlp_logs),
+};
+
+/*
+ * In this order: taint bits are sticky, so a later load sees earlier
+ * ones, and the forced load must come after the unsigned one. The
+ * livepatch comes last: it is signed, so it adds only K (and O, already
+ * set), and it patches /proc/cmdline, which the guard has read already.
+ */
+static const struct mode modes[] = {
+	{ "signed", &utt, "/taintport/utt-signed.ko", 0 },
+	{ "unsigned", &utt, "/taintport/utt.ko", 0 },
+	{ "forced", &utt, "/taintport/utt.ko", MODULE_INIT_IGNORE_VERMAGIC },
+	{ "livepatch", &tlp, "/taintport/tlp-signed.ko", 0 },
+};
+
+/* the rows of the README's table that run_mode() reports for mode */
+static unsigned int mode_checks(const struct mode *mode)
+{
+	const struct test_module *m = mode->module;
+
+	/* loads, events_present, event_fires, unloads */
+	return 4 + strlen(m->taint_letters) + m->nr_kernel_bits +
+	       (m->klp ? 2 : 0) + strlen(m->load_letters) + m->nr_logs;
+}
+
+/* the mode_checks() results of one mode, in the README's order */
 static void run_mode(const struct mode *mode, int value)
 {
+	unsigned int first = ktap_test_num();
 	static struct load l;
 
 	memset(&l, 0, sizeof(l));
@@ -655,10 +964,18 @@ static void run_mode(const struct mode *mode, int value)
 	check_loads(&l);
 	check_module_taint(&l);
 	check_kernel_taint(&l);
+	if (mode->module->klp) {
+		check_klp_enabled(&l);
+		check_klp_applies(&l);
+	}
 	check_events(&l, value);
 	check_module_load(&l);
 	check_log(&l);
 	check_unloads(&l);
+
+	if (ktap_test_num() - first != mode_checks(mode))
+		agent_error("%s: printed %u results, planned %u", mode->name,
+			    ktap_test_num() - first, mode_checks(mode));
 }
 
 /* the harness's self-test of broken runs; returns unless it ends the run */
@@ -711,7 +1028,9 @@ int main(void)
 		agent_error("console loglevel: %s", strerror(errno));
 	fault = cmdline_fault(cmdline);
 	inject_fault();
-	ktap_set_plan(ARRAY_SIZE(modes) * CHECKS_PER_MODE);
+	for (i = 0; i < ARRAY_SIZE(modes); i++)
+		plan += mode_checks(&modes[i]);
+	ktap_set_plan(plan);
 
 	unsigned_letter = cmdline_letter(cmdline);
 	if (!unsigned_letter) {
@@ -725,9 +1044,9 @@ int main(void)
 	for (i = 0; i < ARRAY_SIZE(modes); i++)
 		run_mode(&modes[i], 1000 + i);
 
-	if (ktap_test_num() != ARRAY_SIZE(modes) * CHECKS_PER_MODE)
-		agent_error("printed %u results, planned %zu", ktap_test_num(),
-			    ARRAY_SIZE(modes) * CHECKS_PER_MODE);
+	if (ktap_test_num() != plan)
+		agent_error("printed %u results, planned %u", ktap_test_num(),
+			    plan);
 	printf("# taintport-agent: end status=%d\n", status);
 	vm_end(status);
 	return status;

@@ -3,13 +3,15 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from taintport import initramfs
+from taintport import build, initramfs
 
 
 def cell(tmp_path):
-    (tmp_path / "utt.ko").write_bytes(b"\x7fELF unsigned")
-    (tmp_path / "utt-signed.ko").write_bytes(b"\x7fELF signed~Module signature appended~\n")
-    return SimpleNamespace(unsigned=tmp_path / "utt.ko", signed=tmp_path / "utt-signed.ko")
+    for name in ("tlp", "utt"):
+        (tmp_path / f"{name}.ko").write_bytes(b"\x7fELF unsigned " + name.encode())
+        (tmp_path / f"{name}-signed.ko").write_bytes(
+            b"\x7fELF signed " + name.encode() + b"~Module signature appended~\n")
+    return SimpleNamespace(modules=build.module_files(tmp_path))
 
 
 def test_cell_archive_is_newc_that_cpio_reads(tmp_path):
@@ -18,16 +20,17 @@ def test_cell_archive_is_newc_that_cpio_reads(tmp_path):
     assert len(archive) % 4 == 0
     listed = subprocess.run(["cpio", "-it", "--quiet"], input=archive, capture_output=True,
                             check=True).stdout.decode().split()
-    assert listed == ["taintport", "taintport/utt.ko", "taintport/utt-signed.ko",
-                      "taintport/token"]
+    assert listed == ["taintport", "taintport/tlp-signed.ko", "taintport/tlp.ko",
+                      "taintport/utt-signed.ko", "taintport/utt.ko", "taintport/token"]
     out = tmp_path / "root"
     out.mkdir()
     subprocess.run(["cpio", "-id", "--quiet", "--no-absolute-filenames"], input=archive,
                    cwd=out, check=True)
     assert (out / "taintport" / "token").read_text() == "0123abcd\n"
-    signed = out / "taintport" / "utt-signed.ko"
-    assert signed.read_bytes() == (tmp_path / "utt-signed.ko").read_bytes()
-    assert signed.stat().st_mode & 0o777 == 0o644  # never executable, never stripped
+    for module in ("tlp.ko", "tlp-signed.ko", "utt.ko", "utt-signed.ko"):
+        packed = out / "taintport" / module
+        assert packed.read_bytes() == (tmp_path / module).read_bytes()
+        assert packed.stat().st_mode & 0o777 == 0o644  # never executable, never stripped
 
 
 def test_same_files_same_bytes(tmp_path):
@@ -43,3 +46,13 @@ def test_image_is_the_dracut_image_then_the_cell_archive(tmp_path):
     data = Path(image).read_bytes()
     assert data.startswith(base.read_bytes())
     assert data[len(base.read_bytes()):] == initramfs.cell_archive(cell(tmp_path), "tok")
+
+
+def test_module_files_are_every_module_of_the_build_folder(tmp_path):
+    """What cli's boot finds in an artifacts folder is what the build returned."""
+    cell(tmp_path)
+    (tmp_path / "bzImage").write_bytes(b"")
+    (tmp_path / "module-build").mkdir()
+    (tmp_path / "module-build" / "utt.ko").write_bytes(b"")  # make's own copy
+    assert [m.name for m in build.module_files(tmp_path)] == [
+        "tlp-signed.ko", "tlp.ko", "utt-signed.ko", "utt.ko"]

@@ -41,3 +41,37 @@ def test_present_options_validate(tmp_path):
     config = tmp_path / ".config"
     config.write_text('CONFIG_A=y\nCONFIG_S="x"\n')
     kconfig.validate(tmp_path, config, kconfig.parse(frag))
+
+
+def test_fragments_are_base_then_features_then_the_version(tmp_path):
+    kconfigs, versions_dir = tmp_path / "kconfigs", tmp_path / "versions"
+    kconfigs.mkdir()
+    versions_dir.mkdir()
+    for name in ("base", "zeta", "livepatch", "bookworm-6.1", "trixie-6.12"):
+        (kconfigs / f"{name}.config").write_text("CONFIG_A=y\n")
+    for name in ("bookworm-6.1", "trixie-6.12"):
+        (versions_dir / f"{name}.toml").write_text("")
+    frags = kconfig.fragments("bookworm-6.1", kconfigs, versions_dir)
+    # trixie's fragment is another version's, never a feature
+    assert [f.name for f in frags] == ["base.config", "livepatch.config", "zeta.config",
+                                       "bookworm-6.1.config"]
+
+
+def test_every_version_gets_the_livepatch_fragment():
+    for name in ("bullseye-5.10", "bookworm-6.1", "experimental-7.3"):
+        assert kconfig.KCONFIG_DIR / "livepatch.config" in kconfig.fragments(name)
+
+
+def test_missing_base_fragment_is_named(tmp_path):
+    with pytest.raises(InputError, match="base.config: Kconfig fragment missing"):
+        kconfig.fragments("bookworm-6.1", tmp_path, tmp_path)
+
+
+def test_a_later_fragment_overrides_an_earlier_one(tmp_path):
+    """As merge_config.sh does, so validation asks for the value that was merged."""
+    first, second = tmp_path / "a.config", tmp_path / "b.config"
+    first.write_text("CONFIG_A=y\nCONFIG_B=y\n")
+    second.write_text("# CONFIG_A is not set\n")
+    opts = {o.name: o for o in kconfig.merged([first, second])}
+    assert opts["CONFIG_A"].value == "n" and opts["CONFIG_A"].where == f"{second}:1"
+    assert opts["CONFIG_B"].value == "y"

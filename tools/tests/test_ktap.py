@@ -1,4 +1,5 @@
 """The KTAP parser and the verdict on console logs (synthetic and captured)."""
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,17 @@ def test_known_bug_is_as_expected_on_a_shipped_tree_that_lacks_a_fix():
         is verdict.Status.KNOWN_BUG
     assert verdict.judge(parsed, {"signed_loads": False}, known_bug=True).status \
         is verdict.Status.UNEXPECTED
+
+
+def test_livepatch_tables_list_the_same_checks_and_differ_where_the_bug_shows():
+    """[livepatch.fix] and [livepatch.bug]: the 13 checks of the agent's livepatch mode."""
+    data = tomllib.loads(verdict.EXPECTATIONS.read_text())
+    fix, bug = data["livepatch"]["fix"], data["livepatch"]["bug"]
+    assert list(fix) == list(bug)
+    assert len(fix) == 13 and all(name.startswith("livepatch_") for name in fix)
+    assert all(isinstance(v, bool) for v in [*fix.values(), *bug.values()])
+    assert {k for k in fix if fix[k] != bug[k]} == {
+        "livepatch_events_present", "livepatch_event_fires", "livepatch_log_bad_taint"}
 
 
 @pytest.mark.parametrize("log", sorted(DATA.glob("*.log")) if DATA.exists() else [],

@@ -3,9 +3,10 @@
 #
 # dracut module "taintport": the test payload of test-matrix/README.md and
 # the hook that starts it. The host exports TAINTPORT_PAYLOAD=<folder>
-# holding taintport-agent before it calls dracut, and utt.ko, utt-signed.ko
-# and token when it wants them in this image too; taintport itself makes one
-# image per kernel and appends each boot's three files as a second archive.
+# holding taintport-agent before it calls dracut, and the test modules
+# (*.ko) and token when it wants them in this image too; taintport itself
+# makes one image per kernel and appends each boot's modules and token as a
+# second archive.
 # shellcheck disable=SC2154 # initdir and moddir are dracut's
 
 # called by dracut
@@ -35,10 +36,11 @@ install() {
         dfatal "taintport: $TAINTPORT_PAYLOAD/taintport-agent is missing"
         exit 1
     fi
-    for _f in taintport-agent utt.ko utt-signed.ko token; do
-        [[ -f $TAINTPORT_PAYLOAD/$_f ]] || continue
-        if ! inst_simple "$TAINTPORT_PAYLOAD/$_f" "/taintport/$_f"; then
-            dfatal "taintport: cannot install $TAINTPORT_PAYLOAD/$_f"
+    for _f in "$TAINTPORT_PAYLOAD"/taintport-agent "$TAINTPORT_PAYLOAD"/*.ko \
+              "$TAINTPORT_PAYLOAD"/token; do
+        [[ -f $_f ]] || continue
+        if ! inst_simple "$_f" "/taintport/${_f##*/}"; then
+            dfatal "taintport: cannot install $_f"
             exit 1
         fi
     done

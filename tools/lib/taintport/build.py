@@ -2,8 +2,9 @@
 
 The first variant pays for the full build; switching variant only touches the
 files the series changes, so make rebuilds a handful of objects. The test
-module is built against the same build dir and signed with the key that
-build generated (which never leaves the build dir).
+modules (every one test-matrix/module/Kbuild names) are built against the same
+build dir, and each is also signed with the key that build generated (which
+never leaves the build dir).
 """
 import os
 import shutil
@@ -31,8 +32,7 @@ REPRODUCIBLE = {
 class Artifacts:
     directory: Path
     bzimage: Path
-    unsigned: Path
-    signed: Path
+    modules: tuple  # the guest's module files, each test module as <m>.ko and <m>-signed.ko
     agent: Path
     release: str
 
@@ -81,28 +81,40 @@ def sig_hash(build_dir):
     return kconfig.read_config(Path(build_dir) / ".config")["CONFIG_MODULE_SIG_HASH"].strip('"')
 
 
-def build_module(build_dir, out, log, jobs, cache_root):
-    """utt.ko built against build_dir, and a copy signed with build_dir's key."""
-    src = out / "utt-build"
+def module_files(folder):
+    """The module files a build left in folder, in the order the guest gets them."""
+    return tuple(sorted(Path(folder).glob("*.ko")))
+
+
+def build_modules(build_dir, out, log, jobs, cache_root):
+    """Every test module built against build_dir, as <m>.ko and as <m>-signed.ko
+    signed with build_dir's key; returns module_files(out)."""
+    src = out / "module-build"
     if src.exists():
         shutil.rmtree(src)
     shutil.copytree(MODULE_SRC, src)
     args, env = make_args(build_dir, jobs, cache_root)
     run(["make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
         env=env, log=log, nice=NICE_LEVEL)
-    unsigned = out / "utt.ko"
-    signed = out / "utt-signed.ko"
-    shutil.copy2(src / "utt.ko", unsigned)
+    built = sorted(src.glob("*.ko"))
+    if not built:
+        raise RunError("module", f"make built no module in {src}")
     key = Path(build_dir) / "certs" / "signing_key.pem"
     cert = Path(build_dir) / "certs" / "signing_key.x509"
     if not key.exists():
         raise RunError("module", f"{key} missing: the build did not generate a signing key")
     os.chmod(key, 0o600)
-    # Sign with the hash the kernel was built for: one it has no code for
-    # would load as unsigned, silently.
-    run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
-         unsigned, signed], stage="module", log=log)
-    return unsigned, signed
+    # a module dropped from Kbuild must not reach the guest from an older build
+    for stale in module_files(out):
+        stale.unlink()
+    for module in built:
+        unsigned = out / module.name
+        shutil.copy2(module, unsigned)
+        # Sign with the hash the kernel was built for: one it has no code for
+        # would load as unsigned, silently.
+        run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
+             unsigned, out / f"{module.stem}-signed.ko"], stage="module", log=log)
+    return module_files(out)
 
 
 def build_agent(out, release, log):
@@ -120,11 +132,11 @@ def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
     release = build_kernel(tree, build_dir, version_name, log, jobs, cache_root)
     bzimage = out / "bzImage"
     shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
-    unsigned, signed = build_module(build_dir, out, log, jobs, cache_root)
+    modules = build_modules(build_dir, out, log, jobs, cache_root)
     # the agent depends only on the release, which the variants share: one
     # build per version, which make keeps up to date; each variant takes a
     # copy, since its initramfs is made while the next variant builds
     agent = out / "taintport-agent"
     shutil.copy2(build_agent(out.parent / "agent", release, log), agent)
-    return Artifacts(directory=out, bzimage=bzimage, unsigned=unsigned, signed=signed,
-                     agent=agent, release=release)
+    return Artifacts(directory=out, bzimage=bzimage, modules=modules, agent=agent,
+                     release=release)

@@ -326,7 +326,7 @@ def cmd_build(args, cache):
     art = build.build_variant(tree, cache.build(version), version.name,
                               cache.artifacts(version, args.variant), log, args.jobs,
                               cache.root)
-    print(f"{art.bzimage} ({art.release}), {art.unsigned}, {art.signed}, {art.agent}")
+    print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
     return 0
 
 
@@ -340,8 +340,8 @@ def cmd_boot(args, cache):
         return 2
     release = build.kernel_release(cache.tree(version), cache.build(version),
                                    *build.make_args(cache.build(version), 1, cache.root))
-    art = build.Artifacts(directory=folder, bzimage=bzimage, unsigned=folder / "utt.ko",
-                          signed=folder / "utt-signed.ko",
+    art = build.Artifacts(directory=folder, bzimage=bzimage,
+                          modules=build.module_files(folder),
                           agent=folder / "taintport-agent", release=release)
     token = secrets.token_hex(8)
     log = cache.root / "logs" / f"boot-{version.name}-{args.variant}.log"

@@ -89,11 +89,12 @@ def newc(entries):
 
 
 def cell_archive(artifacts, token):
-    """The cell's own files, under /taintport/ beside the agent."""
-    return newc([("taintport", 0o755, None),
-                 # modules are not executable: nothing may strip their signature
-                 ("taintport/utt.ko", 0o644, Path(artifacts.unsigned).read_bytes()),
-                 ("taintport/utt-signed.ko", 0o644, Path(artifacts.signed).read_bytes()),
+    """The cell's own files, under /taintport/ beside the agent: every module
+    file of the build, then the token."""
+    # modules are not executable: nothing may strip their signature
+    modules = [(f"taintport/{Path(m).name}", 0o644, Path(m).read_bytes())
+               for m in artifacts.modules]
+    return newc([("taintport", 0o755, None), *modules,
                  ("taintport/token", 0o644, (token + "\n").encode())])
 
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO
+from . import REPO, versions
 from .errors import InputError, RunError
 from .process import run
 
@@ -42,16 +42,33 @@ def parse(path):
     return options
 
 
-def fragments(version_name, directory=KCONFIG_DIR):
-    """base.config, then <version>.config when a version needs more."""
-    frags = [Path(directory) / "base.config"]
-    extra = Path(directory) / f"{version_name}.config"
-    if extra.exists():
-        frags.append(extra)
+def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSIONS_DIR):
+    """base.config, every feature fragment, then <version>.config when a version needs more.
+
+    A feature fragment is any other *.config whose name is not a version's
+    (versions/<name>.toml): what one fix's test needs, on every kernel.
+    Adding one is adding a file. Sorted, so the merge order and the cell
+    keys do not depend on the file system; the version's own fragment comes
+    last so that it can override a feature's option.
+    """
+    directory = Path(directory)
+    base = directory / "base.config"
+    if not base.is_file():
+        raise InputError(f"{base}: Kconfig fragment missing")
+    features = [f for f in sorted(directory.glob("*.config"))
+                if f != base and not (Path(versions_dir) / f"{f.stem}.toml").exists()]
+    extra = directory / f"{version_name}.config"
+    return [base, *features, *([extra] if extra.is_file() else [])]
+
+
+def merged(frags):
+    """The options as merge_config.sh leaves them: a later fragment's value wins."""
+    options = {}
     for frag in frags:
-        if not frag.is_file():
-            raise InputError(f"{frag}: Kconfig fragment missing")
-    return frags
+        for opt in parse(frag):
+            options.pop(opt.name, None)
+            options[opt.name] = opt
+    return list(options.values())
 
 
 def read_config(path):
@@ -112,7 +129,7 @@ def configure(tree, build_dir, frags, log, make_args):
     stamp = build_dir / ".taintport-config"
     digest = inputs_digest(frags)
     config = build_dir / ".config"
-    options = [o for f in frags for o in parse(f)]
+    options = merged(frags)
     if config.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         validate(tree, config, options)
         return False
