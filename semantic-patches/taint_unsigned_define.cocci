@@ -17,6 +17,7 @@
 
 virtual patch
 virtual report
+virtual taintport
 
 @present@
 position p;
@@ -49,12 +50,12 @@ position q;
 -#define TAINT_FLAGS_COUNT@q 13
 +#define TAINT_FLAGS_COUNT 14
 
-@script:python depends on fix@
+@script:python depends on taintport && fix@
 p << find.p;
 @@
 print("taintport: fired define %s:%s" % (p[0].file, p[0].line))
 
-@script:python depends on count@
+@script:python depends on taintport@
 q << count.q;
 @@
 print("taintport: fired count %s:%s" % (q[0].file, q[0].line))

@@ -30,6 +30,7 @@
 
 virtual patch
 virtual report
+virtual taintport
 
 @initialize:python@
 @@
@@ -149,22 +150,22 @@ position q;
   ...
  };
 
-@script:python depends on tnt@
+@script:python depends on taintport@
 q << tnt.q;
 @@
 print("taintport: fired tnt %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on designated@
+@script:python depends on taintport@
 q << designated.q;
 @@
 print("taintport: fired designated %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on flag4@
+@script:python depends on taintport@
 q << flag4.q;
 @@
 print("taintport: fired flag4 %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on flag3@
+@script:python depends on taintport@
 q << flag3.q;
 @@
 print("taintport: fired flag3 %s:%s" % (q[0].file, q[0].line))

@@ -13,6 +13,7 @@
 
 virtual patch
 virtual report
+virtual taintport
 
 @initialize:python@
 @@
@@ -60,7 +61,7 @@ position q;
 + if (M->taints & (1 << TAINT_UNSIGNED_MODULE))
 + 	B[I++] = c;
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired module_flags %s:%s" % (q[0].file, q[0].line))

@@ -19,6 +19,7 @@
 
 virtual patch
 virtual report
+virtual taintport
 
 @find@
 expression M, L, fmt;
@@ -49,7 +50,7 @@ position q;
 - add_taint_module@p@q(M, TAINT_FORCED_MODULE, L);
 + add_taint_module(M, TAINT_UNSIGNED_MODULE, L);
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired sigcheck %s:%s" % (q[0].file, q[0].line))

@@ -18,6 +18,7 @@
 
 virtual patch
 virtual report
+virtual taintport
 
 @present@
 @@
@@ -43,7 +44,7 @@ position q;
 - (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP)@p@q
 + (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) | (1 << TAINT_UNSIGNED_MODULE)
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired tracepoint %s:%s" % (q[0].file, q[0].line))

@@ -478,10 +478,13 @@ SPATCH_FAILURES = ("EXN", "An error occurred", "semantic error", "parse error:",
 
 
 def _spatch(spec, piece, path, letter):
-    """Run spec's semantic patch on path in place; return the rules that fired."""
+    """Run spec's semantic patch on path in place; return the rules that fired.
+
+    -D taintport turns on the files' "taintport: fired <rule>" lines, which a
+    plain spatch or coccicheck run never prints."""
     out = path.with_name("spatch-out-" + path.name)
     cmd = ["spatch", "--sp-file", str(SEMANTIC_PATCHES / spec.cocci), "-D", "patch",
-           "-D", f"letter={letter}", "--no-includes", "--include-headers",
+           "-D", "taintport", "-D", f"letter={letter}", "--no-includes", "--include-headers",
            "--very-quiet", "-o", str(out), str(path)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SPATCH_TIMEOUT)
