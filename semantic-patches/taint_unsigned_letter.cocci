@@ -20,9 +20,12 @@
 //   python rules as "x << virtual.name;" (as public .cocci files do); found
 //   by trying 1.1.1: "letter" must then NOT also be declared "virtual letter"
 //   (spatch fails with a parse error), and a python rule that names an unset
-//   value does not run, so @initialize:python@ sets the default first;
+//   value does not run, so a first @initialize:python@ sets the default and
+//   a second one, reading virtual.letter, overrides it;
 // - a python rule creates the char constant with cocci.make_expr() and hands
-//   it to later rules as "expression letter.c;";
+//   it to later rules as "expression letter.c;"; it depends on "table", as
+//   a python rule that depends on no matching rule makes spatch parse every
+//   file (no grep query);
 // - a rule's "depends on" a python rule does not follow the matches that
 //   rule dropped, so "taken" matches the letter itself instead of filtering.
 // spatch re-prints added initialisers over several lines; layer.py re-lays
@@ -36,12 +39,23 @@ virtual taintport
 @@
 LETTER = "E"
 
-@script:python depends on patch || report@
+@initialize:python@
 l << virtual.letter;
 @@
 LETTER = l
 
-@script:python letter@
+// Only a file with a table of taint letters needs the letter's expression.
+@table@
+identifier arr;
+expression n;
+@@
+(
+ struct tnt arr[] = { ... };
+|
+ struct taint_flag arr[n] = { ... };
+)
+
+@script:python letter depends on table@
 c;
 @@
 coccinelle.c = cocci.make_expr("'%s'" % LETTER)

@@ -19,15 +19,10 @@ virtual taintport
 @@
 LETTER = "E"
 
-@script:python depends on patch || report@
+@initialize:python@
 l << virtual.letter;
 @@
 LETTER = l
-
-@script:python letter@
-c;
-@@
-coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 
 @present@
 identifier M;
@@ -44,6 +39,11 @@ module_flags_taint(...) {
   	B[I++] = ...;
   ...
 }
+
+@script:python letter depends on find@
+c;
+@@
+coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 
 @script:python depends on report@
 p << find.p;

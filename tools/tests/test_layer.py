@@ -241,6 +241,17 @@ def _no_space(text):
     return re.sub(r"\s", "", text)
 
 
+@pytest.mark.parametrize("cocci", [r[0] for r in ALONE])
+@pytest.mark.parametrize("mode", ["patch", "report"])
+def test_spatch_parses_only_files_that_name_what_a_rule_looks_for(cocci, mode):
+    # Without a grep query spatch parses every file of the tree: a python
+    # rule that depends on no matching rule, or a rule with nothing but
+    # metavariables, costs a coccicheck minutes instead of seconds.
+    proc = subprocess.run(["spatch", "--parse-cocci", REPO / "semantic-patches" / cocci,
+                           "-D", mode], capture_output=True, text=True, check=True)
+    assert "\nGrep query\n" in proc.stdout, proc.stdout[-300:]
+
+
 @pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
 def test_patch_mode_prints_only_a_diff_that_gives_the_fix(cocci, case, line, tmp_path):
     out = _alone(cocci, FIXTURES / f"{case}.c", "patch")
