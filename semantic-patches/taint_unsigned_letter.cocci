@@ -12,6 +12,11 @@
 // Keywords: TAINT_UNSIGNED_MODULE, tnts, taint_flags, TAINT_FLAG
 // Requires: 1.1.1
 //
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+//
 // Notes on the SmPL used here:
 // - initializer lists are matched with "{ ..., entry, ..., }", designated
 //   initialisers with "[index] = { ... }", TAINT_FLAG() entries as calls;
@@ -28,16 +33,28 @@
 //   file (no grep query);
 // - a rule's "depends on" a python rule does not follow the matches that
 //   rule dropped, so "taken" matches the letter itself instead of filtering.
-// spatch re-prints added initialisers over several lines; layer.py re-lays
-// them out like the TAINT_OOT_MODULE entry above them (whitespace only).
+// Layout: spatch prints an added { } initialiser over three lines and a
+// TAINT_FLAG() entry with single spaces; upstream aligns each entry on one
+// line with tabs. `tools/taintport apply --tree DIR` gives upstream's layout
+// (layer.py re-lays the entry out like the TAINT_OOT_MODULE one above it,
+// whitespace only, and updates the letter list in the comment above
+// print_tainted() before v4.10, which SmPL cannot edit).
 
 virtual patch
+virtual context
+virtual org
 virtual report
 virtual taintport
 
 @initialize:python@
 @@
 LETTER = "E"
+MISSING = "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE"
+TAKEN = "letter '%s' already belongs to %s"
+
+def owner(flag):
+    # TAINT_FLAG() names a flag without its TAINT_ prefix
+    return flag if flag.startswith("TAINT_") else "TAINT_" + flag
 
 @initialize:python@
 l << virtual.letter;
@@ -88,13 +105,6 @@ position p;
  struct taint_flag arr[n] = { ..., TAINT_FLAG(f@p, c, ...), ..., };
 )
 
-@script:python depends on report@
-f << taken.f;
-p << taken.p;
-@@
-owner = f if f.startswith("TAINT_") else "TAINT_" + f
-coccilib.report.print_report(p[0], "letter '%s' already belongs to %s" % (LETTER, owner))
-
 @find depends on !present && !taken@
 identifier arr;
 expression n;
@@ -107,11 +117,6 @@ position p;
 |
  struct taint_flag arr[n] = { ..., TAINT_FLAG(OOT_MODULE@p, ...), ..., };
 )
-
-@script:python depends on report@
-p << find.p;
-@@
-coccilib.report.print_report(p[0], "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE" % LETTER)
 
 @tnt depends on patch && find@
 identifier arr;
@@ -183,3 +188,45 @@ print("taintport: fired flag4 %s:%s" % (q[0].file, q[0].line))
 q << flag3.q;
 @@
 print("taintport: fired flag3 %s:%s" % (q[0].file, q[0].line))
+
+// Context marks the entry the letter goes after, in whichever shape it has.
+@depends on context@
+identifier arr;
+expression n;
+position find.p;
+@@
+(
+ struct tnt arr[] = { ...,
+* { TAINT_OOT_MODULE@p, ... }
+  , ..., };
+|
+ struct taint_flag arr[n] = { ...,
+* [TAINT_OOT_MODULE@p] = { ... }
+  , ..., };
+|
+ struct taint_flag arr[n] = { ...,
+* TAINT_FLAG(OOT_MODULE@p, ...)
+  , ..., };
+)
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING % LETTER)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING % LETTER)
+
+@script:python depends on org@
+f << taken.f;
+p << taken.p;
+@@
+coccilib.org.print_todo(p[0], TAKEN % (LETTER, owner(f)))
+
+@script:python depends on report@
+f << taken.f;
+p << taken.p;
+@@
+coccilib.report.print_report(p[0], TAKEN % (LETTER, owner(f)))

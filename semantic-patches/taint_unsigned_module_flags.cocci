@@ -10,14 +10,23 @@
 // Options: --no-includes --include-headers
 // Keywords: TAINT_UNSIGNED_MODULE, module_flags_taint
 // Requires: 1.1.1
+//
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+// spatch's layout of the added test is upstream's.
 
 virtual patch
+virtual context
+virtual org
 virtual report
 virtual taintport
 
 @initialize:python@
 @@
 LETTER = "E"
+MISSING = "module letter '%s' for TAINT_UNSIGNED_MODULE missing after TAINT_CRAP"
 
 @initialize:python@
 l << virtual.letter;
@@ -45,11 +54,6 @@ c;
 @@
 coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 
-@script:python depends on report@
-p << find.p;
-@@
-coccilib.report.print_report(p[0], "module letter '%s' for TAINT_UNSIGNED_MODULE missing after TAINT_CRAP" % LETTER)
-
 @fix depends on patch@
 expression M, B, I;
 expression letter.c;
@@ -65,3 +69,20 @@ position q;
 q << fix.q;
 @@
 print("taintport: fired module_flags %s:%s" % (q[0].file, q[0].line))
+
+@depends on context@
+expression M, B, I;
+position find.p;
+@@
+* if (M->taints & (1 << TAINT_CRAP))@p
+* 	B[I++] = ...;
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING % LETTER)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING % LETTER)

@@ -242,7 +242,7 @@ def _no_space(text):
 
 
 @pytest.mark.parametrize("cocci", [r[0] for r in ALONE])
-@pytest.mark.parametrize("mode", ["patch", "report"])
+@pytest.mark.parametrize("mode", ["patch", "report", "context", "org"])
 def test_spatch_parses_only_files_that_name_what_a_rule_looks_for(cocci, mode):
     # Without a grep query spatch parses every file of the tree: a python
     # rule that depends on no matching rule, or a rule with nothing but
@@ -277,3 +277,55 @@ def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, li
     assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
                      _alone(cocci, FIXTURES / f"{case}.c", "report"), re.M)
     assert _alone(cocci, FIXTURES / f"{case}.res", "report") == ""
+
+
+def _removed_lines(diff):
+    """Line numbers, in the old file, of a diff's '-' lines."""
+    removed, line = set(), 0
+    for text in diff.splitlines():
+        hunk = re.match(r"@@ -(\d+)", text)
+        if hunk:
+            line = int(hunk.group(1))
+        elif text.startswith("-") and not text.startswith("--- "):
+            removed.add(line)
+            line += 1
+        elif text.startswith(" "):
+            line += 1
+    return removed
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_context_mode_marks_the_line_and_is_quiet_when_fixed(cocci, case, line):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "context")
+    assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
+    assert not [s for s in out.splitlines() if s.startswith("+") and not s.startswith("+++ ")]
+    assert line in _removed_lines(out)
+    assert _alone(cocci, FIXTURES / f"{case}.res", "context") == ""
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "org")
+    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(FIXTURES / case))}.c::"
+                        rf"face=ovl-face1::linb={line}::colb=\d+::cole=\d+\]\[.*missing.*\]\]\n",
+                        out), out
+    assert _alone(cocci, FIXTURES / f"{case}.res", "org") == ""
+
+
+# A bit or a letter another flag owns: named in report and org, never patched.
+TAKEN = [
+    ("taint_unsigned_define.cocci", "define_bit-13-taken", (), 3,
+     "bit 13 belongs to TAINT_SOFTLOCKUP"),
+    ("taint_unsigned_letter.cocci", "letter_tnt", ("letter=W",), 11,
+     "letter 'W' already belongs to TAINT_WARN"),
+]
+
+
+@pytest.mark.parametrize("cocci,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
+def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter, line, owner):
+    path = FIXTURES / f"{case}.c"
+    report = _alone(cocci, path, "report", *letter)
+    org = _alone(cocci, path, "org", *letter)
+    assert f"{path}:{line}:" in report and owner in report
+    assert f"linb={line}::" in org and owner in org
+    assert _alone(cocci, path, "patch", *letter) == ""
