@@ -229,7 +229,8 @@ DIFF_LINE = re.compile(r"^(--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])
 def _alone(cocci, path, *defines):
     """spatch's stdout for one file, as a user runs it (Options: of the header)."""
     args = [a for d in defines for a in ("-D", d)]
-    proc = subprocess.run(["spatch", "--sp-file", REPO / "semantic-patches" / cocci, *args,
+    proc = subprocess.run(["spatch", *layer.SPATCH_PYTHON, "--sp-file",
+                           REPO / "semantic-patches" / cocci, *args,
                            "--very-quiet", "--no-includes", "--include-headers", path],
                           capture_output=True, text=True, check=True)
     assert not [line for line in proc.stderr.splitlines()
