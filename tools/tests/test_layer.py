@@ -223,7 +223,8 @@ ALONE = [
     ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
     ("taint_unsigned_module_flags.cocci", "module-flags_explicit-ifs", 12),
 ]
-DIFF_LINE = re.compile(r"^(--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])")
+# the lines of a unified diff, with the "diff -u -p" line spatch --patch writes
+DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])")
 
 
 def _alone(cocci, path, *defines):
@@ -280,15 +281,16 @@ def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, li
     assert _alone(cocci, FIXTURES / f"{case}.res", "report") == ""
 
 
-def _removed_lines(diff):
-    """Line numbers, in the old file, of a diff's '-' lines."""
-    removed, line = set(), 0
+def removed_lines(diff):
+    """(file, line in the old file) of every '-' line of a unified diff."""
+    removed, path, line = set(), None, 0
     for text in diff.splitlines():
-        hunk = re.match(r"@@ -(\d+)", text)
-        if hunk:
-            line = int(hunk.group(1))
-        elif text.startswith("-") and not text.startswith("--- "):
-            removed.add(line)
+        if text.startswith("--- "):
+            path = text[4:].split("\t")[0]
+        elif text.startswith("@@ "):
+            line = int(re.match(r"@@ -(\d+)", text).group(1))
+        elif text.startswith("-"):
+            removed.add((path, line))
             line += 1
         elif text.startswith(" "):
             line += 1
@@ -300,7 +302,7 @@ def test_context_mode_marks_the_line_and_is_quiet_when_fixed(cocci, case, line):
     out = _alone(cocci, FIXTURES / f"{case}.c", "context")
     assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
     assert not [s for s in out.splitlines() if s.startswith("+") and not s.startswith("+++ ")]
-    assert line in _removed_lines(out)
+    assert (str(FIXTURES / f"{case}.c"), line) in removed_lines(out)
     assert _alone(cocci, FIXTURES / f"{case}.res", "context") == ""
 
 
