@@ -15,7 +15,7 @@
 // -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
 // changes code also prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
-// spatch's layout of the added test is upstream's.
+// Layout: spatch's layout of the added test is upstream's.
 
 virtual patch
 virtual context

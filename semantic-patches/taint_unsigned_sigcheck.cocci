@@ -16,7 +16,7 @@
 // -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
 // changes code also prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
-// spatch's layout of the changed call is upstream's.
+// Layout: spatch's layout of the changed call is upstream's.
 //
 // The notice is built from adjacent string literals (and KERN_NOTICE before
 // v3.15), which a "constant char[] =~" regexp does not see as one string;
