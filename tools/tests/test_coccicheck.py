@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
@@ -86,9 +87,16 @@ def _patch(tree, patch_text, *options):
 
 
 @pytest.fixture(scope="module")
-def states(tmp_path_factory):
+def scratch():
+    # two copies of ~45 MB each: gone after the module, not kept with pytest's tmp dirs
+    with tempfile.TemporaryDirectory(prefix="taintport-coccicheck-") as top:
+        yield Path(top)
+
+
+@pytest.fixture(scope="module")
+def states(scratch):
     tree = _cached_tree()
-    fixed = tmp_path_factory.mktemp("coccicheck") / "fixed"
+    fixed = scratch / "fixed"
     _copy(tree, fixed, _outermost(set(COCCICHECK_NEEDS) | {_checked_dir(tree, s) for s in PIECES}))
     quilt = series.load(VERSION)
     for rel in series.touched_files(quilt.directory / p for p in quilt.patches):
@@ -124,9 +132,10 @@ def _coccicheck(tree, spec, mode, debug_file):
 
 
 @pytest.fixture(scope="module")
-def runs(states, tmp_path_factory):
+def runs(states, scratch):
     """{(state, piece, mode): Run}, all run at once: one spatch job each."""
-    logs = tmp_path_factory.mktemp("coccicheck-debug")
+    logs = scratch / "debug"
+    logs.mkdir()
     keys = [(state, spec.name, mode) for state in states for spec in PIECES for mode in MODES]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         done = pool.map(lambda key: _coccicheck(states[key[0]], layer.SPEC[key[1]], key[2],
