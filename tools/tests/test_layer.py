@@ -267,6 +267,18 @@ def test_patch_mode_prints_only_a_diff_that_gives_the_fix(cocci, case, line, tmp
     assert _alone(cocci, FIXTURES / f"{case}.res", "patch") == ""
 
 
+# every expected output of a piece a semantic patch carries, one per shape and letter
+SPATCH_OUTCOMES = [o for o in sorted(FIXTURES.glob("*.res"))
+                   if layer.SPEC[_outcome(o)[1]].cocci]
+
+
+@pytest.mark.parametrize("res", SPATCH_OUTCOMES, ids=lambda p: p.name)
+def test_patch_mode_on_every_shape_prints_only_diff_lines(res):
+    fixture, piece, letter = _outcome(res)
+    out = _alone(layer.SPEC[piece].cocci, fixture, "patch", f"letter={letter}")
+    assert all(DIFF_LINE.match(s) for s in out.splitlines()), out
+
+
 @pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
 def test_taintport_asks_for_the_fired_lines(cocci, case, line):
     out = _alone(cocci, FIXTURES / f"{case}.c", "patch", "taintport")
