@@ -34,9 +34,9 @@ TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 MODES = ("patch", "report", "context", "org")
 PIECES = [spec for spec in layer.PIECES if spec.cocci]
 # What coccicheck reads besides the directories it checks: the top Makefile
-# (which wants the arch's), scripts/coccicheck, the tree's .cocciconfig.
-COCCICHECK_NEEDS = ("Makefile", ".cocciconfig", "scripts", "arch/x86/Makefile",
-                    "arch/x86/Makefile_32.cpu", "include/linux")
+# (which wants the arch's), scripts/coccicheck, the tree's .cocciconfig and
+# the headers it gives spatch with --include (include/linux/kconfig.h, ...).
+COCCICHECK_NEEDS = ("Makefile", ".cocciconfig", "scripts", "arch/x86/Makefile", "include/linux")
 # Taken out by hand, on top of the reverted patch: the kernel would not build
 # without them, but coccicheck does not build.
 TAKEN_OUT = {"include/linux/panic.h": "#define TAINT_UNSIGNED_MODULE\t\t13\n",
