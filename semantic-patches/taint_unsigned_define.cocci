@@ -10,22 +10,42 @@
 // Keywords: TAINT_UNSIGNED_MODULE, TAINT_OOT_MODULE, TAINT_FLAGS_COUNT
 // Requires: 1.1.1
 //
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+//
 // SmPL matches and adds whole #define lines (the kernel's own
 // scripts/coccinelle/misc/add_namespace.cocci works the same way on
-// declarers); spatch re-prints an added #define with single spaces, and
-// tools/lib/taintport/layer.py realigns it to the tabs of the line above.
+// declarers). Layout: spatch prints an added or changed #define with single
+// spaces ("#define TAINT_UNSIGNED_MODULE 13"); upstream aligns the value
+// with tabs. `tools/taintport apply --tree DIR` gives upstream's layout
+// (layer.py realigns the line like the one above it, whitespace only).
 
 virtual patch
+virtual context
+virtual org
 virtual report
+virtual taintport
+
+@initialize:python@
+@@
+MISSING = "TAINT_UNSIGNED_MODULE (bit 13) missing after TAINT_OOT_MODULE"
+TAKEN = "bit 13 belongs to %s, cannot define TAINT_UNSIGNED_MODULE"
 
 @present@
-position p;
 @@
-#define TAINT_UNSIGNED_MODULE@p 13
+#define TAINT_UNSIGNED_MODULE 13
+
+// The list of taint bits: "taken" looks only where it is (a rule with no
+// name of its own to look for would make spatch parse every file).
+@oot@
+@@
+#define TAINT_OOT_MODULE 12
 
 // Bit 13 taken by another flag: adding ours would give two flags one bit.
 // (spatch's regexps are PCRE, so a negative look-ahead excludes the count.)
-@taken@
+@taken depends on oot@
 identifier I =~ "^TAINT_(?!FLAGS_COUNT$|UNSIGNED_MODULE$)";
 position p;
 @@
@@ -49,23 +69,43 @@ position q;
 -#define TAINT_FLAGS_COUNT@q 13
 +#define TAINT_FLAGS_COUNT 14
 
-@script:python depends on fix@
+@script:python depends on taintport && fix@
 p << find.p;
 @@
 print("taintport: fired define %s:%s" % (p[0].file, p[0].line))
 
-@script:python depends on count@
+@script:python depends on taintport@
 q << count.q;
 @@
 print("taintport: fired count %s:%s" % (q[0].file, q[0].line))
 
+@depends on context@
+position find.p;
+@@
+*#define TAINT_OOT_MODULE@p 12
+
+@depends on context && find@
+@@
+*#define TAINT_FLAGS_COUNT 13
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING)
+
 @script:python depends on report@
 p << find.p;
 @@
-coccilib.report.print_report(p[0], "TAINT_UNSIGNED_MODULE (bit 13) missing after TAINT_OOT_MODULE")
+coccilib.report.print_report(p[0], MISSING)
+
+@script:python depends on org@
+p << taken.p;
+I << taken.I;
+@@
+coccilib.org.print_todo(p[0], TAKEN % I)
 
 @script:python depends on report@
 p << taken.p;
 I << taken.I;
 @@
-coccilib.report.print_report(p[0], "bit 13 belongs to %s, cannot define TAINT_UNSIGNED_MODULE" % I)
+coccilib.report.print_report(p[0], TAKEN % I)

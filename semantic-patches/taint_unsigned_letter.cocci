@@ -12,6 +12,11 @@
 // Keywords: TAINT_UNSIGNED_MODULE, tnts, taint_flags, TAINT_FLAG
 // Requires: 1.1.1
 //
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+//
 // Notes on the SmPL used here:
 // - initializer lists are matched with "{ ..., entry, ..., }", designated
 //   initialisers with "[index] = { ... }", TAINT_FLAG() entries as calls;
@@ -20,27 +25,54 @@
 //   python rules as "x << virtual.name;" (as public .cocci files do); found
 //   by trying 1.1.1: "letter" must then NOT also be declared "virtual letter"
 //   (spatch fails with a parse error), and a python rule that names an unset
-//   value does not run, so @initialize:python@ sets the default first;
+//   value does not run, so a first @initialize:python@ sets the default and
+//   a second one, reading virtual.letter, overrides it;
 // - a python rule creates the char constant with cocci.make_expr() and hands
-//   it to later rules as "expression letter.c;";
+//   it to later rules as "expression letter.c;"; it depends on "table", as
+//   a python rule that depends on no matching rule makes spatch parse every
+//   file (no grep query);
 // - a rule's "depends on" a python rule does not follow the matches that
 //   rule dropped, so "taken" matches the letter itself instead of filtering.
-// spatch re-prints added initialisers over several lines; layer.py re-lays
-// them out like the TAINT_OOT_MODULE entry above them (whitespace only).
+// Layout: spatch prints an added { } initialiser over three lines and a
+// TAINT_FLAG() entry with single spaces; upstream aligns each entry on one
+// line with tabs. `tools/taintport apply --tree DIR` gives upstream's layout
+// (layer.py re-lays the entry out like the TAINT_OOT_MODULE one above it,
+// whitespace only, and updates the letter list in the comment above
+// print_tainted() before v4.10, which SmPL cannot edit).
 
 virtual patch
+virtual context
+virtual org
 virtual report
+virtual taintport
 
 @initialize:python@
 @@
 LETTER = "E"
+MISSING = "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE"
+TAKEN = "letter '%s' already belongs to %s"
 
-@script:python depends on patch || report@
+def owner(flag):
+    # TAINT_FLAG() names a flag without its TAINT_ prefix
+    return flag if flag.startswith("TAINT_") else "TAINT_" + flag
+
+@initialize:python@
 l << virtual.letter;
 @@
 LETTER = l
 
-@script:python letter@
+// Only a file with a table of taint letters needs the letter's expression.
+@table@
+identifier arr;
+expression n;
+@@
+(
+ struct tnt arr[] = { ... };
+|
+ struct taint_flag arr[n] = { ... };
+)
+
+@script:python letter depends on table@
 c;
 @@
 coccinelle.c = cocci.make_expr("'%s'" % LETTER)
@@ -73,13 +105,6 @@ position p;
  struct taint_flag arr[n] = { ..., TAINT_FLAG(f@p, c, ...), ..., };
 )
 
-@script:python depends on report@
-f << taken.f;
-p << taken.p;
-@@
-owner = f if f.startswith("TAINT_") else "TAINT_" + f
-coccilib.report.print_report(p[0], "letter '%s' already belongs to %s" % (LETTER, owner))
-
 @find depends on !present && !taken@
 identifier arr;
 expression n;
@@ -92,11 +117,6 @@ position p;
 |
  struct taint_flag arr[n] = { ..., TAINT_FLAG(OOT_MODULE@p, ...), ..., };
 )
-
-@script:python depends on report@
-p << find.p;
-@@
-coccilib.report.print_report(p[0], "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE" % LETTER)
 
 @tnt depends on patch && find@
 identifier arr;
@@ -149,22 +169,64 @@ position q;
   ...
  };
 
-@script:python depends on tnt@
+@script:python depends on taintport@
 q << tnt.q;
 @@
 print("taintport: fired tnt %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on designated@
+@script:python depends on taintport@
 q << designated.q;
 @@
 print("taintport: fired designated %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on flag4@
+@script:python depends on taintport@
 q << flag4.q;
 @@
 print("taintport: fired flag4 %s:%s" % (q[0].file, q[0].line))
 
-@script:python depends on flag3@
+@script:python depends on taintport@
 q << flag3.q;
 @@
 print("taintport: fired flag3 %s:%s" % (q[0].file, q[0].line))
+
+// Context marks the entry the letter goes after, in whichever shape it has.
+@depends on context@
+identifier arr;
+expression n;
+position find.p;
+@@
+(
+ struct tnt arr[] = { ...,
+* { TAINT_OOT_MODULE@p, ... }
+  , ..., };
+|
+ struct taint_flag arr[n] = { ...,
+* [TAINT_OOT_MODULE@p] = { ... }
+  , ..., };
+|
+ struct taint_flag arr[n] = { ...,
+* TAINT_FLAG(OOT_MODULE@p, ...)
+  , ..., };
+)
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING % LETTER)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING % LETTER)
+
+@script:python depends on org@
+f << taken.f;
+p << taken.p;
+@@
+coccilib.org.print_todo(p[0], TAKEN % (LETTER, owner(f)))
+
+@script:python depends on report@
+f << taken.f;
+p << taken.p;
+@@
+coccilib.report.print_report(p[0], TAKEN % (LETTER, owner(f)))

@@ -10,23 +10,28 @@
 // Options: --no-includes --include-headers
 // Keywords: TAINT_UNSIGNED_MODULE, module_flags_taint
 // Requires: 1.1.1
+//
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+// Layout: spatch's layout of the added test is upstream's.
 
 virtual patch
+virtual context
+virtual org
 virtual report
+virtual taintport
 
 @initialize:python@
 @@
 LETTER = "E"
+MISSING = "module letter '%s' for TAINT_UNSIGNED_MODULE missing after TAINT_CRAP"
 
-@script:python depends on patch || report@
+@initialize:python@
 l << virtual.letter;
 @@
 LETTER = l
-
-@script:python letter@
-c;
-@@
-coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 
 @present@
 identifier M;
@@ -44,10 +49,10 @@ module_flags_taint(...) {
   ...
 }
 
-@script:python depends on report@
-p << find.p;
+@script:python letter depends on find@
+c;
 @@
-coccilib.report.print_report(p[0], "module letter '%s' for TAINT_UNSIGNED_MODULE missing after TAINT_CRAP" % LETTER)
+coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 
 @fix depends on patch@
 expression M, B, I;
@@ -60,7 +65,24 @@ position q;
 + if (M->taints & (1 << TAINT_UNSIGNED_MODULE))
 + 	B[I++] = c;
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired module_flags %s:%s" % (q[0].file, q[0].line))
+
+@depends on context@
+expression M, B, I;
+position find.p;
+@@
+* if (M->taints & (1 << TAINT_CRAP))@p
+* 	B[I++] = ...;
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING % LETTER)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING % LETTER)

@@ -12,13 +12,26 @@
 // Keywords: TAINT_UNSIGNED_MODULE, TAINT_FORCED_MODULE, sig_ok, add_taint_module
 // Requires: 1.1.1
 //
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+// Layout: spatch's layout of the changed call is upstream's.
+//
 // The notice is built from adjacent string literals (and KERN_NOTICE before
 // v3.15), which a "constant char[] =~" regexp does not see as one string;
 // a python rule reads the whole format argument instead and drops matches
 // whose text lacks the notice (cocci.include_match(False)).
 
 virtual patch
+virtual context
+virtual org
 virtual report
+virtual taintport
+
+@initialize:python@
+@@
+MISSING = "TAINT_FORCED_MODULE for a module that failed signature verification: TAINT_UNSIGNED_MODULE missing"
 
 @find@
 expression M, L, fmt;
@@ -36,11 +49,6 @@ fmt << find.fmt;
 if "module verification failed" not in fmt:
     cocci.include_match(False)
 
-@script:python depends on report@
-p << find.p;
-@@
-coccilib.report.print_report(p[0], "TAINT_FORCED_MODULE for a module that failed signature verification: TAINT_UNSIGNED_MODULE missing")
-
 @fix depends on patch@
 expression M, L;
 position find.p;
@@ -49,7 +57,23 @@ position q;
 - add_taint_module@p@q(M, TAINT_FORCED_MODULE, L);
 + add_taint_module(M, TAINT_UNSIGNED_MODULE, L);
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired sigcheck %s:%s" % (q[0].file, q[0].line))
+
+@depends on context@
+expression M, L;
+position find.p;
+@@
+* add_taint_module@p(M, TAINT_FORCED_MODULE, L);
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING)

@@ -11,13 +11,28 @@
 // Keywords: TAINT_UNSIGNED_MODULE, trace_module_has_bad_taint, tracepoint_module_coming
 // Requires: 1.1.1
 //
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// changes code also prints "taintport: fired <rule> file:line"; without it
+// patch mode prints nothing but the diff.
+//
 // "|" is left-associative, so (OOT | CRAP) is a subexpression of every
-// longer mask and one rule covers them all. spatch prints the added term on
-// the line of TAINT_CRAP; layer.py moves it to where upstream put it, and
-// rewrites the comment above the 3.10 test (SmPL does not edit comments).
+// longer mask and one rule covers them all.
+// Layout: spatch appends " | (1 << TAINT_UNSIGNED_MODULE)" to the line of
+// TAINT_CRAP (the code is upstream's, the line is longer); upstream wraps
+// the term onto a line of its own. `tools/taintport apply --tree DIR` gives
+// upstream's layout (layer.py moves the term where upstream put it, and
+// rewrites the comment above the 3.10 test, which SmPL cannot edit).
 
 virtual patch
+virtual context
+virtual org
 virtual report
+virtual taintport
+
+@initialize:python@
+@@
+MISSING = "tracing rejects unsigned modules: (1 << TAINT_UNSIGNED_MODULE) missing after (1 << TAINT_CRAP)"
 
 @present@
 @@
@@ -31,11 +46,6 @@ fn(...) { <+...
  (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP)@p
 ...+> }
 
-@script:python depends on report@
-p << find.p;
-@@
-coccilib.report.print_report(p[0], "tracing rejects unsigned modules: (1 << TAINT_UNSIGNED_MODULE) missing after (1 << TAINT_CRAP)")
-
 @fix depends on patch@
 position find.p;
 position q;
@@ -43,7 +53,22 @@ position q;
 - (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP)@p@q
 + (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) | (1 << TAINT_UNSIGNED_MODULE)
 
-@script:python depends on fix@
+@script:python depends on taintport@
 q << fix.q;
 @@
 print("taintport: fired tracepoint %s:%s" % (q[0].file, q[0].line))
+
+@depends on context@
+position find.p;
+@@
+* (1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP)@p
+
+@script:python depends on org@
+p << find.p;
+@@
+coccilib.org.print_todo(p[0], MISSING)
+
+@script:python depends on report@
+p << find.p;
+@@
+coccilib.report.print_report(p[0], MISSING)

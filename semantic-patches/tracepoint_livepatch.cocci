@@ -13,20 +13,27 @@
 // Keywords: TAINT_LIVEPATCH, trace_module_has_bad_taint, tracepoint_module_coming
 // Requires: 1.1.1
 //
-// Layout: spatch appends the term on the mask's last line, which can pass
-// 80 columns. Upstream rewrapped the last two lines instead; run
-// `tools/taintport apply --tree DIR` for that layout (its layer re-lays the
-// mask out, see tools/lib/taintport/fixes/livepatch.py).
+// Modes: patch, report, context, org (make coccicheck MODE=...). With
+// -D taintport (only tools/lib/taintport/layer.py passes it) the rule that
+// changes code also prints "taintport: fired livepatch file:line"; without
+// it patch mode prints nothing but the diff.
 //
-// Modes: patch, context, org, report, as scripts/coccinelle/ does. The
-// "taintport" virtual only tools/taintport sets: it prints which rule fired
-// so the tool can prove the rule for the shape it recognised did the work.
+// Layout: spatch appends " | (1 << TAINT_LIVEPATCH)" to the mask's last
+// line (the code is upstream's, the line is longer); upstream rewrapped the
+// last two lines instead. `tools/taintport apply --tree DIR` gives
+// upstream's layout (tools/lib/taintport/fixes/livepatch.py re-lays the
+// mask out, and says in the patch header where a tree's mask needed an
+// adaptation).
 
 virtual patch
 virtual context
 virtual org
 virtual report
 virtual taintport
+
+@initialize:python@
+@@
+MISSING = "tracing rejects livepatch modules: (1 << TAINT_LIVEPATCH) missing from the mask"
 
 @present@
 identifier fn =~ "^(trace_module_has_bad_taint|tracepoint_module_coming)$";
@@ -53,7 +60,12 @@ position q;
 + | (1 << TAINT_LIVEPATCH)
  )
 
-@ctx depends on context@
+@script:python depends on taintport@
+q << fix.q;
+@@
+print("taintport: fired livepatch %s:%s" % (q[0].file, q[0].line))
+
+@depends on context@
 expression M, E;
 position find.p;
 @@
@@ -62,14 +74,9 @@ position find.p;
 @script:python depends on org@
 p << find.p;
 @@
-coccilib.org.print_todo(p[0], "tracing rejects livepatch modules: (1 << TAINT_LIVEPATCH) missing from the mask")
+coccilib.org.print_todo(p[0], MISSING)
 
 @script:python depends on report@
 p << find.p;
 @@
-coccilib.report.print_report(p[0], "tracing rejects livepatch modules: (1 << TAINT_LIVEPATCH) missing from the mask")
-
-@script:python depends on taintport && fix@
-q << fix.q;
-@@
-print("taintport: fired livepatch %s:%s" % (q[0].file, q[0].line))
+coccilib.report.print_report(p[0], MISSING)

@@ -274,25 +274,136 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------ the .cocci files alone
+# As a spatch user runs them: no -D taintport, each mode on its own. The
+# fixtures are ones whose .res differs from the .c only where spatch edits
+# code (no comment for layer.py to rewrite).
 
-REPORTS = [
+ALONE = [
     ("taint_unsigned_define.cocci", "define_kernel-h", 12),
     ("taint_unsigned_letter.cocci", "letter_designated", 7),
     ("taint_unsigned_sigcheck.cocci", "sigcheck_augment-taints", 28),
     ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
     ("taint_unsigned_module_flags.cocci", "module-flags_explicit-ifs", 12),
+    ("tracepoint_livepatch.cocci", "livepatch_has-bad-taint-test", 4),
+]
+# the lines of a unified diff, with the "diff -u -p" line spatch --patch writes
+DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])")
+
+
+def _alone(cocci, path, *defines):
+    """spatch's stdout for one file, as a user runs it (Options: of the header)."""
+    args = [a for d in defines for a in ("-D", d)]
+    proc = subprocess.run(["spatch", *layer.SPATCH_PYTHON, "--sp-file",
+                           REPO / "semantic-patches" / cocci, *args,
+                           "--very-quiet", "--no-includes", "--include-headers", path],
+                          capture_output=True, text=True, check=True)
+    assert not [line for line in proc.stderr.splitlines()
+                if any(f in line for f in layer.SPATCH_FAILURES)], proc.stderr
+    return proc.stdout
+
+
+def _no_space(text):
+    return re.sub(r"\s", "", text)
+
+
+@pytest.mark.parametrize("cocci", [r[0] for r in ALONE])
+@pytest.mark.parametrize("mode", ["patch", "report", "context", "org"])
+def test_spatch_parses_only_files_that_name_what_a_rule_looks_for(cocci, mode):
+    # Without a grep query spatch parses every file of the tree: a python
+    # rule that depends on no matching rule, or a rule with nothing but
+    # metavariables, costs a coccicheck minutes instead of seconds.
+    proc = subprocess.run(["spatch", "--parse-cocci", REPO / "semantic-patches" / cocci,
+                           "-D", mode], capture_output=True, text=True, check=True)
+    assert "\nGrep query\n" in proc.stdout, proc.stdout[-300:]
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_patch_mode_prints_only_a_diff_that_gives_the_fix(cocci, case, line, tmp_path):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "patch")
+    assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
+    work = tmp_path / f"{case}.c"
+    shutil.copyfile(FIXTURES / f"{case}.c", work)
+    subprocess.run(["patch", "--fuzz=0", work], input=out, text=True, check=True,
+                   capture_output=True)
+    # the code is upstream's; only spatch's layout may differ (see the header)
+    assert _no_space(work.read_text()) == _no_space((FIXTURES / f"{case}.res").read_text())
+    assert _alone(cocci, FIXTURES / f"{case}.res", "patch") == ""
+
+
+# every expected output of a piece a semantic patch carries, one per shape and letter
+SPATCH_OUTCOMES = [o for o in sorted(FIXTURES.glob("*.res"))
+                   if fixes.SPEC[_outcome(o)[1]].cocci]
+
+
+@pytest.mark.parametrize("res", SPATCH_OUTCOMES, ids=lambda p: p.name)
+def test_patch_mode_on_every_shape_prints_only_diff_lines(res):
+    fixture, piece, letter = _outcome(res)
+    out = _alone(fixes.SPEC[piece].cocci, fixture, "patch", f"letter={letter}")
+    assert all(DIFF_LINE.match(s) for s in out.splitlines()), out
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_taintport_asks_for_the_fired_lines(cocci, case, line):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "patch", "taintport")
+    assert re.search(rf"^taintport: fired \w+ {re.escape(str(FIXTURES / case))}.c:{line}$",
+                     out, re.M)
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
+    assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
+                     _alone(cocci, FIXTURES / f"{case}.c", "report"), re.M)
+    assert _alone(cocci, FIXTURES / f"{case}.res", "report") == ""
+
+
+def removed_lines(diff):
+    """(file, line in the old file) of every '-' line of a unified diff."""
+    removed, path, line = set(), None, 0
+    for text in diff.splitlines():
+        if text.startswith("--- "):
+            path = text[4:].split("\t")[0]
+        elif text.startswith("@@ "):
+            line = int(re.match(r"@@ -(\d+)", text).group(1))
+        elif text.startswith("-"):
+            removed.add((path, line))
+            line += 1
+        elif text.startswith(" "):
+            line += 1
+    return removed
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_context_mode_marks_the_line_and_is_quiet_when_fixed(cocci, case, line):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "context")
+    assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
+    assert not [s for s in out.splitlines() if s.startswith("+") and not s.startswith("+++ ")]
+    assert (str(FIXTURES / f"{case}.c"), line) in removed_lines(out)
+    assert _alone(cocci, FIXTURES / f"{case}.res", "context") == ""
+
+
+@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
+    out = _alone(cocci, FIXTURES / f"{case}.c", "org")
+    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(FIXTURES / case))}.c::"
+                        rf"face=ovl-face1::linb={line}::colb=\d+::cole=\d+\]\[.*missing.*\]\]\n",
+                        out), out
+    assert _alone(cocci, FIXTURES / f"{case}.res", "org") == ""
+
+
+# A bit or a letter another flag owns: named in report and org, never patched.
+TAKEN = [
+    ("taint_unsigned_define.cocci", "define_bit-13-taken", (), 3,
+     "bit 13 belongs to TAINT_SOFTLOCKUP"),
+    ("taint_unsigned_letter.cocci", "letter_tnt", ("letter=W",), 11,
+     "letter 'W' already belongs to TAINT_WARN"),
 ]
 
 
-@pytest.mark.parametrize("cocci,case,line", REPORTS, ids=[r[0] for r in REPORTS])
-def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
-    def report(name):
-        proc = subprocess.run(["spatch", "--sp-file", REPO / "semantic-patches" / cocci,
-                               "-D", "report", "--very-quiet", "--no-includes",
-                               "--include-headers", FIXTURES / name],
-                              capture_output=True, text=True, check=True)
-        return proc.stdout
-
-    assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
-                     report(f"{case}.c"), re.M)
-    assert report(f"{case}.res") == ""
+@pytest.mark.parametrize("cocci,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
+def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter, line, owner):
+    path = FIXTURES / f"{case}.c"
+    report = _alone(cocci, path, "report", *letter)
+    org = _alone(cocci, path, "org", *letter)
+    assert f"{path}:{line}:" in report and owner in report
+    assert f"linb={line}::" in org and owner in org
+    assert _alone(cocci, path, "patch", *letter) == ""

@@ -353,19 +353,22 @@ def inspect(tree: Path, letter: str = "E") -> list[Piece]:
 
 # -------------------------------------------------------------------- spatch
 
+# spatch embeds the python3 it finds on PATH unless told which: ours is
+# Debian's (a pyenv shim first on PATH also cost a second per run).
+SPATCH_PYTHON = ("--python", "/usr/bin/python3")
 SPATCH_FAILURES = ("EXN", "An error occurred", "semantic error", "parse error:",
                    "Fatal error", "Traceback")
 
 
 def _spatch(spec, piece, path, letter):
-    """Run spec's semantic patch on path in place; return the rules that fired."""
+    """Run spec's semantic patch on path in place; return the rules that fired.
+
+    -D taintport turns on the files' "taintport: fired <rule>" lines, which a
+    plain spatch or coccicheck run never prints."""
     out = path.with_name("spatch-out-" + path.name)
-    cocci = SEMANTIC_PATCHES / spec.cocci
-    # only taintport sets "taintport": it makes the rules say which fired
-    ours = ["-D", "taintport"] if re.search(r"^virtual taintport$", cocci.read_text(), re.M) else []
-    cmd = ["spatch", "--sp-file", str(cocci), "-D", "patch", *ours,
-           "-D", f"letter={letter}", "--no-includes", "--include-headers",
-           "--very-quiet", "-o", str(out), str(path)]
+    cmd = ["spatch", *SPATCH_PYTHON, "--sp-file", str(SEMANTIC_PATCHES / spec.cocci),
+           "-D", "patch", "-D", "taintport", "-D", f"letter={letter}",
+           "--no-includes", "--include-headers", "--very-quiet", "-o", str(out), str(path)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SPATCH_TIMEOUT)
     except FileNotFoundError:
