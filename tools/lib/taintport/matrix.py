@@ -361,6 +361,8 @@ class Runner:
         start = time.monotonic()
         try:
             fetched = fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
+            self.mark_fetched(version)
+            check_ships(version, fetched.tree)
         except TaintportError as err:
             if STOPPING.is_set():
                 return  # an interrupted fetch is no result: --resume runs these cells
@@ -371,16 +373,6 @@ class Runner:
                 self.publish(cell)
             return
         fetch_seconds = round(time.monotonic() - start, 2)
-        self.mark_fetched(version)
-        try:
-            check_ships(version, fetched.tree)
-        except InputError as err:
-            for variant, cell_inputs, _ in todo:
-                cell = self.cell_base(version, variant)
-                cell["inputs"] = cell_inputs
-                cell["errors"] = [str(err)]
-                self.publish(cell)
-            return
 
         # A variant's initramfs and boot only read its own artifacts, so they
         # run while the next variant switches the tree and rebuilds: QEMU's
