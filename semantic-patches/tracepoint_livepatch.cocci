@@ -65,11 +65,14 @@ q << fix.q;
 @@
 print("taintport: fired livepatch %s:%s" % (q[0].file, q[0].line))
 
+// Only the line where the mask starts is starred, where report and org
+// point too.
 @depends on context@
 expression M, E;
 position find.p;
 @@
-* M->taints & ~(E@p)
+* M->taints
+  & ~(E@p)
 
 @script:python depends on org@
 p << find.p;

@@ -111,13 +111,15 @@ def states(scratch):
     lacking = fixed.with_name("lacking")
     shutil.copytree(fixed, lacking, symlinks=True)
     assert _patch(lacking, reverted).returncode == 0
+    shipped = fixed.with_name("shipped")
+    shutil.copytree(fixed, shipped, symlinks=True)
     patched = "".join((quilt.directory / p).read_text() for p in quilt.for_variant("patched"))
     assert _patch(fixed, patched).returncode == 0
     for rel, line in TAKEN_OUT.items():
         text = (lacking / rel).read_text()
         assert text.count(line) == 1, (rel, line)
         (lacking / rel).write_text(text.replace(line, ""))
-    return {"fixed": fixed, "lacking": lacking}
+    return {"fixed": fixed, "lacking": lacking, "shipped": shipped}
 
 
 def _coccicheck(tree, spec, mode, debug_file):
@@ -140,7 +142,8 @@ def runs(states, scratch):
     """{(state, piece, mode): Run}, all run at once: one spatch job each."""
     logs = scratch / "debug"
     logs.mkdir()
-    keys = [(state, spec.name, mode) for state in states for spec in PIECES for mode in MODES]
+    keys = [(state, spec.name, mode) for state in ("lacking", "fixed") for spec in PIECES
+            for mode in MODES]
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         done = pool.map(lambda key: _coccicheck(states[key[0]], fixes.SPEC[key[1]], key[2],
                                                 logs / "-".join(key)), keys)
@@ -186,16 +189,28 @@ def test_patch_mode_prints_a_diff_and_nothing_else_that_applies(runs, states, sp
     assert proc.returncode == 0, proc.stdout
 
 
-def test_the_patches_together_give_upstream_s_code(runs, states, tmp_path):
-    """Applied one after the other, the code is upstream's; only layout differs."""
-    diffs = [runs["lacking", spec.name, "patch"].out for spec in PIECES]
-    files = sorted({m for d in diffs for m in re.findall(r"^\+\+\+ b/(\S+)", d, re.M)})
-    _copy(states["lacking"], tmp_path, files)
-    for diff in diffs:
-        assert _patch(tmp_path, diff).returncode == 0
-    for rel in files:
-        fixed = (states["fixed"] / rel).read_text()
-        assert re.sub(r"\s", "", (tmp_path / rel).read_text()) == re.sub(r"\s", "", fixed), rel
+def test_the_patches_together_give_upstream_s_code(runs, states, scratch, tmp_path):
+    """A fix's patches, applied one after the other to a tree that lacks it,
+    give the code of a tree that has it; only layout differs. The fix 6.1
+    ships goes from the lacking state to the tree as shipped; the fix it
+    lacks from the tree as shipped to the fixed state (its patch is made
+    there, so that both fixes' hunks on the tracing mask do not overlap)."""
+    ships = versions.select([VERSION])[0].ships
+    for fix in fixes.FIXES:
+        mine = [spec for spec in PIECES if spec in fix.pieces]
+        base, goal = ("lacking", "shipped") if fix.name in ships else ("shipped", "fixed")
+        diffs = [runs[base, spec.name, "patch"].out if base == "lacking" else
+                 _coccicheck(states[base], spec, "patch", scratch / f"debug-{spec.name}").out
+                 for spec in mine]
+        files = sorted({m for d in diffs for m in re.findall(r"^\+\+\+ b/(\S+)", d, re.M)})
+        assert files, fix.name
+        work = tmp_path / fix.name
+        _copy(states[base], work, files)
+        for diff in diffs:
+            assert _patch(work, diff).returncode == 0, (fix.name, diff)
+        for rel in files:
+            want = (states[goal] / rel).read_text()
+            assert re.sub(r"\s", "", (work / rel).read_text()) == re.sub(r"\s", "", want), rel
 
 
 @pytest.mark.parametrize("spec", PIECES, ids=[s.name for s in PIECES])

@@ -29,7 +29,8 @@ def _recognise(text, path, letter):
     if "TAINT_LIVEPATCH" in terms:
         return finding("livepatch", shape, path, text, text.index("TAINT_LIVEPATCH", start),
                        "present")
-    return finding("livepatch", shape, path, text, end, "missing", rules={"livepatch"})
+    # the line the mask starts on, as the semantic patch's report says it
+    return finding("livepatch", shape, path, text, start, "missing", rules={"livepatch"})
 
 
 def _relayout(piece, before, after):
