@@ -118,7 +118,8 @@ def test_export_writes_series_and_leaves_tree(small_reverted_tree, tmp_path):
     text = (tmp_path / "out" / listed[0]).read_text()
     assert "Origin: backport, commit:66cc69e34e86" in text
     # the header names the tree it was made for, not a matrix variant
-    assert f"on the tree at {tree.resolve()}]" in text and "reverted tree" not in text
+    words = " ".join(text.split())  # the header is folded at 75 columns
+    assert f"on the tree at {tree.resolve()}]" in words and "reverted tree" not in words
     assert snapshot(tree) == before
 
 
@@ -133,7 +134,7 @@ def test_the_61_livepatch_patch_is_upstreams_hunk_and_a_stable_mail(small_revert
     for field in ("Subject: tracepoint: Allow livepatch module add trace event",
                   "Origin: backport, commit:"
                   "e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032",
-                  "Applied-Upstream: v6.3, commit:e7bb66f79a7b", "Forwarded: stable@vger"):
+                  "Applied-Upstream: v6.3, commit:e7bb66f79a7b", "Forwarded: no; it belongs in the"):
         assert field in text
     added = [line for line in text.splitlines() if line.startswith("+") and "<<" in line]
     assert added == ["+\t\t\t\t(1 << TAINT_UNSIGNED_MODULE) | (1 << TAINT_TEST) |",
