@@ -7,6 +7,7 @@ import pytest
 from taintport import ktap, verdict
 
 DATA = Path(__file__).parent / "data" / "console"
+LIVEPATCH_DATA = Path(__file__).parent / "data" / "livepatch"
 
 
 def console(results, *, plan=None, end=0, noise=True):
@@ -152,6 +153,17 @@ def test_captured_console_logs(log):
     states = {"unsigned": exp.variant(variant).fix_state(True)}
     j = verdict.judge(parsed, exp.expected(states))
     assert j.status.value == outcome, j.errors or [c.name for c in j.failing]
+
+
+@pytest.mark.parametrize("log", sorted(LIVEPATCH_DATA.glob("*.log")), ids=lambda p: p.name)
+def test_captured_livepatch_modes(log):
+    """Real boots, <version>-<fix|bug>.log: the 61 results, and the livepatch mode's
+    13 are what that [livepatch.*] table says (6.1 as shipped lacks e7bb66f79a7b)."""
+    table = tomllib.loads(verdict.EXPECTATIONS.read_text())["livepatch"][log.stem.rsplit("-", 1)[1]]
+    parsed = ktap.parse(log.read_text(errors="replace"))
+    assert not parsed.broken and not parsed.errors
+    assert len(parsed.results) == 61
+    assert {name: parsed.results[name].ok for name in table} == table
 
 
 def test_skipped_check_is_no_observation():
