@@ -411,12 +411,12 @@ def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter
 
 def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     from dataclasses import replace
-    from taintport import matrix, versions
+    from taintport import versions
     from taintport.errors import InputError
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c")
     bookworm = versions.select(["bookworm-6.1"])[0]
-    matrix.check_ships(bookworm, tree)  # ships unsigned only: agrees
+    versions.check_ships(bookworm, tree)  # ships unsigned only: agrees
     with pytest.raises(InputError) as caught:
-        matrix.check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
+        versions.check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
     assert "bookworm-6.1.toml: ships says fix 'livepatch' is in bookworm-6.1" in str(caught.value)
     assert "livepatch missing at kernel/tracepoint.c:4" in str(caught.value)

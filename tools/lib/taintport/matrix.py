@@ -26,10 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import (REPO, boot, build, fetch, initramfs, kconfig, ktap, layer, report, results,
-               series, verdict)
+from . import (REPO, boot, build, fetch, initramfs, kconfig, ktap, report, results, series,
+               verdict, versions)
 from .cache import write_atomic
-from .errors import InputError, TaintportError
+from .errors import TaintportError
 from .process import STOPPING, stop_all
 from .progress import Progress
 
@@ -362,7 +362,7 @@ class Runner:
         try:
             fetched = fetch.fetch(self.cache, version, self.out / version.name / "fetch.log")
             self.mark_fetched(version)
-            check_ships(version, fetched.tree)
+            versions.check_ships(version, fetched.tree)
         except TaintportError as err:
             if STOPPING.is_set():
                 return  # an interrupted fetch is no result: --resume runs these cells
@@ -558,26 +558,6 @@ class Runner:
         cell["checks"] = [c.as_dict() for c in judgement.checks]
         if parsed.panic:
             cell["panic"] = parsed.panic
-
-
-def check_ships(version, tree):
-    """The descriptor's ships must be what the tree as shipped has: each fix
-    found present (or missing) piece by piece, from upstream's copies of
-    the files, whatever variant the tree is in now."""
-    tree = Path(tree)
-
-    def read(rel):
-        return series.upstream_copy(tree, rel).decode(errors="replace") \
-            if (tree / rel).is_file() else None
-    for state in layer.inspect_fixes(read=read):
-        shipped = state.fix.name in version.ships
-        if shipped != (state.state == "present"):
-            pieces = ", ".join(f"{p.name} {p.state} at {p.path}:{p.line}"
-                               for p in state.pieces)
-            raise InputError(
-                f"{version.path}: ships says fix '{state.fix.name}' is "
-                f"{'in' if shipped else 'not in'} {version.name}, but inspect finds it "
-                f"{state.state} in the fetched tree ({pieces})")
 
 
 def default_out():

@@ -3,7 +3,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import REPO, fixes, names
+from . import REPO, fixes, layer, names, series
 from .errors import InputError
 
 VERSIONS_DIR = REPO / "versions"
@@ -102,3 +102,23 @@ def select(names, directory=VERSIONS_DIR):
         raise InputError(f"unknown version(s) {', '.join(unknown)}; "
                          f"valid: {', '.join(known) or '(none in ' + str(directory) + ')'}")
     return [known[n] for n in names]
+
+
+def check_ships(version, tree):
+    """The descriptor's ships must be what the tree as shipped has: each fix
+    found present (or missing) piece by piece, from upstream's copies of
+    the files, whatever variant the tree is in now."""
+    tree = Path(tree)
+
+    def read(rel):
+        return series.upstream_copy(tree, rel).decode(errors="replace") \
+            if (tree / rel).is_file() else None
+    for state in layer.inspect_fixes(read=read):
+        shipped = state.fix.name in version.ships
+        if shipped != (state.state == "present"):
+            pieces = ", ".join(f"{p.name} {p.state} at {p.path}:{p.line}"
+                               for p in state.pieces)
+            raise InputError(
+                f"{version.path}: ships says fix '{state.fix.name}' is "
+                f"{'in' if shipped else 'not in'} {version.name}, but inspect finds it "
+                f"{state.state} in the fetched tree ({pieces})")
