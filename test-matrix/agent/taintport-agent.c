@@ -5,12 +5,17 @@
  * Runs from the initramfs (dracut module 50taintport) of a throw-away
  * QEMU guest: loads /taintport/utt-signed.ko, then /taintport/utt.ko,
  * then utt.ko again with the vermagic check off, then the livepatch
- * /taintport/tlp-signed.ko, and reports after each load what the kernel
+ * /taintport/tlp-signed.ko, and tests after each load that the kernel
  * did to the module's taint, the kernel's taint, the module's trace
- * events and the kernel log. Then it ends the VM.
+ * events and the kernel log what a kernel with every fix of the family
+ * does. Last it turns signature enforcement on and tests that unsigned
+ * and forced loads are refused and signed ones still trace. Then it ends
+ * the VM.
  *
- * test-matrix/README.md is the contract: the guard, the checks and
- * their order, the output. Whether a fact is wanted is not decided here.
+ * test-matrix/README.md is the contract: the guard, the tests and
+ * their order, the output. "ok" is always the behaviour of a fixed
+ * kernel; which tests a kernel without a fix fails is not decided here
+ * but in test-matrix/expectations.toml.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,12 +51,15 @@
 
 #define TOKEN_PATH		"/taintport/token"
 #define KLP_SYSFS		"/sys/kernel/livepatch"
+#define SIG_ENFORCE		"/sys/module/module/parameters/sig_enforce"
 
 /* bit numbers of include/linux/panic.h (kernel.h before 6.0) */
 #define TAINT_FORCED_MODULE	1
 #define TAINT_OOT_MODULE	12
 #define TAINT_UNSIGNED_MODULE	13
 #define TAINT_LIVEPATCH		15
+
+#define BIT(n)			(1UL << (n))
 
 /* include/linux/syslog.h, not exported to user space */
 #define SYSLOG_ACTION_CONSOLE_LEVEL	8
@@ -82,43 +90,56 @@ struct klp_test {
 	const char *marker;
 };
 
-/* a log_<name> check: holds when the load logged needle */
+/*
+ * log_<name> holds when the load logged needle, log_no_<name> when it
+ * did not
+ */
 struct log_check {
 	const char *name;
 	const char *needle;
 };
 
 /*
- * What the agent checks about one test module: the rows of the README's
+ * What the agent looks at about one test module: the rows of the README's
  * table that apply to it, in that order. A 'E' among the letters stands
  * for taintport.letter.
  */
 struct test_module {
 	const char *name;		/* also its trace system */
 	const struct klp_test *klp;	/* NULL unless the module is a livepatch */
-	const char *taint_letters;	/* <m>_module_taint_<letter> */
-	const unsigned int *kernel_bits;	/* <m>_kernel_taint_bit<n> */
+	const char *taint_letters;	/* module_[not_]tainted_<letter> */
+	const unsigned int *kernel_bits;	/* kernel_[not_]tainted_<letter> */
 	size_t nr_kernel_bits;
 	const char *event;		/* the module's one trace event */
 	/* makes the module fire its event; false when the agent failed */
 	bool (*fire)(const struct load *l, int value);
 	/* whether an event payload is the one fire() caused */
 	bool (*fired)(const char *payload, int value);
-	const char *load_letters;	/* <m>_module_load_<letter> */
-	const struct log_check *logs;	/* <m>_log_<name> */
+	const char *load_letters;	/* module_load_[not_]tainted_<letter> */
+	const struct log_check *logs;	/* log_[no_]<name> */
 	size_t nr_logs;
 };
 
+/*
+ * One load of a module, a KTAP subtest of its own, and what a kernel with
+ * every fix of the family does on it: that is what each test asserts.
+ */
 struct mode {
 	const char *name;
 	const struct test_module *module;
 	const char *path;
 	int flags;
+	const char *taint_want;		/* of taint_letters, those it shows */
+	unsigned long kernel_want;	/* of kernel_bits, BIT() of those set */
+	bool events_want;		/* events created (and the event fires) */
+	const char *load_want;		/* of load_letters, those shown */
+	unsigned long log_want;		/* of logs, BIT(i) of those logged */
 };
 
 /* what one load did, gathered before its results are printed */
 struct load {
 	const struct mode *mode;
+	const char *prefix;	/* of every test name: "" or "<what>_" */
 	bool loaded;
 	int load_errno;
 	char kmsg[8192];	/* messages logged during the load, one a line */
@@ -132,7 +153,7 @@ static enum fault fault;
 static char unsigned_letter;
 static char tracefs[32];	/* "" when no tracefs could be found */
 static bool module_load_enabled;
-static unsigned int plan;	/* results to print, the sum over the modes */
+static unsigned int plan;	/* test cases to print, over all subtests */
 
 static __printf(1, 2) void agent_error(const char *fmt, ...)
 {
@@ -221,21 +242,21 @@ static void vm_end(int n)
  */
 static void result_counted(void)
 {
-	if (fault == FAULT_TRUNCATE && ktap_test_num() == plan / 2)
+	if (fault == FAULT_TRUNCATE && ktap_case_count() == plan / 2)
 		vm_end(0);
 }
 
-static void report(const struct load *l, const char *check, bool holds)
+static void report(const struct load *l, const char *test, bool holds)
 {
-	ktap_test_result(holds, "%s_%s", l->mode->name, check);
+	ktap_test_result(holds, "%s%s", l->prefix, test);
 	result_counted();
 }
 
 /* a fact the agent could not observe is not a fact that does not hold */
-static void report_unobserved(const struct load *l, const char *check,
+static void report_unobserved(const struct load *l, const char *test,
 			      const char *why)
 {
-	ktap_test_result_skip(why, "%s_%s", l->mode->name, check);
+	ktap_test_result_skip(why, "%s%s", l->prefix, test);
 	result_counted();
 }
 
@@ -246,21 +267,26 @@ static char letter_of(char letter)
 }
 
 /*
- * One result <what>_<c> for each c of letters: whether have holds that
- * letter, or, when have is NULL, that the agent could not see (why).
+ * One test <what>_tainted_<c> or <what>_not_tainted_<c> for each c of
+ * letters, as want has c or not: whether have agrees, or, when have is
+ * NULL, that the agent could not see (why).
  */
 static void report_letters(const struct load *l, const char *what,
-			   const char *letters, const char *have,
-			   const char *why)
+			   const char *letters, const char *want,
+			   const char *have, const char *why)
 {
-	char check[32];
+	char test[40];
 
 	for (; *letters; letters++) {
-		snprintf(check, sizeof(check), "%s_%c", what, *letters);
+		bool wanted = strchr(want, *letters);
+
+		snprintf(test, sizeof(test), "%s_%stainted_%c", what,
+			 wanted ? "" : "not_", *letters);
 		if (have)
-			report(l, check, taint_has_letter(have, letter_of(*letters)));
+			report(l, test, taint_has_letter(have, letter_of(*letters)) ==
+				       wanted);
 		else
-			report_unobserved(l, check, why);
+			report_unobserved(l, test, why);
 	}
 }
 
@@ -480,22 +506,51 @@ static void check_module_taint(const struct load *l)
 	char taint[32] = "";
 
 	snprintf(path, sizeof(path), "/sys/module/%s/taint", m->name);
-	if (l->loaded && read_text(path, taint, sizeof(taint)) < 0) {
+	if (!l->loaded) {
+		ktap_print_msg("%s: %s: module not loaded", name, path);
+		report_letters(l, "module", m->taint_letters, l->mode->taint_want,
+			       NULL, "module not loaded");
+		return;
+	}
+	if (read_text(path, taint, sizeof(taint)) < 0) {
 		agent_error("%s: read %s: %s", name, path, strerror(errno));
-		report_letters(l, "module_taint", m->taint_letters, NULL,
-			       "taint unreadable");
+		report_letters(l, "module", m->taint_letters, l->mode->taint_want,
+			       NULL, "taint unreadable");
 		return;
 	}
 	taint[strcspn(taint, "\n")] = '\0';
 
-	if (l->loaded)
-		ktap_print_msg("%s: %s = %s", name, path, taint);
-	else
-		ktap_print_msg("%s: %s: module not loaded", name, path);
+	ktap_print_msg("%s: %s = %s", name, path, taint);
 	if (unsigned_letter != 'E' && strchr(m->taint_letters, 'E'))
-		ktap_print_msg("%s: module_taint_E looks for '%c' (taintport.letter)",
+		ktap_print_msg("%s: the letter E stands for '%c' (taintport.letter)",
 			       name, unsigned_letter);
-	report_letters(l, "module_taint", m->taint_letters, taint, NULL);
+	report_letters(l, "module", m->taint_letters, l->mode->taint_want,
+		       taint, NULL);
+}
+
+/* the letter of a taint bit the agent tests, as the taint tables print it */
+static char bit_letter(unsigned int bit)
+{
+	switch (bit) {
+	case TAINT_FORCED_MODULE:
+		return 'F';
+	case TAINT_OOT_MODULE:
+		return 'O';
+	case TAINT_UNSIGNED_MODULE:
+		return 'E';
+	case TAINT_LIVEPATCH:
+		return 'K';
+	}
+	return '?';
+}
+
+/* /proc/sys/kernel/tainted; false when it cannot be read */
+static bool kernel_tainted(unsigned long *tainted)
+{
+	char text[32];
+
+	return read_text("/proc/sys/kernel/tainted", text, sizeof(text)) >= 0 &&
+	       tainted_parse(text, tainted);
 }
 
 static void check_kernel_taint(const struct load *l)
@@ -503,24 +558,25 @@ static void check_kernel_taint(const struct load *l)
 	const struct test_module *m = l->mode->module;
 	unsigned long tainted;
 	bool readable;
-	char check[32];
-	char text[32];
+	char test[40];
 	size_t i;
 
-	readable = read_text("/proc/sys/kernel/tainted", text, sizeof(text)) >= 0 &&
-		   tainted_parse(text, &tainted);
+	readable = kernel_tainted(&tainted);
 	if (readable)
 		ktap_print_msg("%s: tainted = %lu", l->mode->name, tainted);
 	else
 		agent_error("%s: cannot read /proc/sys/kernel/tainted",
 			    l->mode->name);
 	for (i = 0; i < m->nr_kernel_bits; i++) {
-		snprintf(check, sizeof(check), "kernel_taint_bit%u",
-			 m->kernel_bits[i]);
+		unsigned int bit = m->kernel_bits[i];
+		bool wanted = l->mode->kernel_want & BIT(bit);
+
+		snprintf(test, sizeof(test), "kernel_%stainted_%c",
+			 wanted ? "" : "not_", bit_letter(bit));
 		if (readable)
-			report(l, check, tainted_has_bit(tainted, m->kernel_bits[i]));
+			report(l, test, tainted_has_bit(tainted, bit) == wanted);
 		else
-			report_unobserved(l, check, "tainted unreadable");
+			report_unobserved(l, test, "tainted unreadable");
 	}
 }
 
@@ -565,7 +621,7 @@ static int klp_wait(const struct load *l, bool (*done)(const struct load *l))
 }
 
 /*
- * <m>_enabled: the livepatch core registered the patch and enabled it.
+ * patch_enabled: the livepatch core registered the patch and enabled it.
  * Then the agent waits for the transition to finish, so that what it
  * reads next goes through the new function whichever task reads it.
  */
@@ -576,10 +632,14 @@ static void check_klp_enabled(const struct load *l)
 	char enabled[8];
 	int waited;
 
+	if (!l->loaded) {
+		report_unobserved(l, "patch_enabled", "module not loaded");
+		return;
+	}
 	klp_path(l, "enabled", path, sizeof(path));
 	if (read_text(path, enabled, sizeof(enabled)) < 0) {
 		ktap_print_msg("%s: %s: %s", name, path, strerror(errno));
-		report(l, "enabled", false);
+		report(l, "patch_enabled", false);
 		return;
 	}
 	enabled[strcspn(enabled, "\n")] = '\0';
@@ -592,16 +652,20 @@ static void check_klp_enabled(const struct load *l)
 	else
 		ktap_print_msg("%s: transition finished after %d ms", name,
 			       waited);
-	report(l, "enabled", !strcmp(enabled, "1"));
+	report(l, "patch_enabled", !strcmp(enabled, "1"));
 }
 
-/* <m>_patch_applies: the patched file shows the replacement's marker */
+/* patch_applies: the patched file shows the replacement's marker */
 static void check_klp_applies(const struct load *l)
 {
 	const struct klp_test *klp = l->mode->module->klp;
 	const char *name = l->mode->name;
 	char text[512];
 
+	if (!l->loaded) {
+		report_unobserved(l, "patch_applies", "module not loaded");
+		return;
+	}
 	if (read_text(klp->file, text, sizeof(text)) < 0) {
 		agent_error("%s: read %s: %s", name, klp->file, strerror(errno));
 		report_unobserved(l, "patch_applies", "file unreadable");
@@ -697,36 +761,45 @@ static bool fire_line_found(const char *payload, void *arg)
 	return true;
 }
 
+/*
+ * events_present and event_fires where a fixed kernel creates the
+ * module's events, events_refused and event_silent where it refuses them
+ */
 static void check_events(struct load *l, int value)
 {
 	struct fire_match match = { .module = l->mode->module, .value = value };
 	const struct test_module *m = l->mode->module;
 	const char *name = l->mode->name;
+	bool want = l->mode->events_want;
+	const char *events = want ? "events_present" : "events_refused";
+	const char *fires = want ? "event_fires" : "event_silent";
 	bool present;
+	bool fired;
 
-	if (!tracefs[0]) {
-		report_unobserved(l, "events_present", "no tracefs");
-		report_unobserved(l, "event_fires", "no tracefs");
+	if (!tracefs[0] || !l->loaded) {
+		const char *why = tracefs[0] ? "module not loaded" : "no tracefs";
+
+		report_unobserved(l, events, why);
+		report_unobserved(l, fires, why);
 		return;
 	}
 
 	present = events_present(m);
 	ktap_print_msg("%s: %s/events/%s/ %s", name, tracefs, m->name,
 		       present ? "exists" : "does not exist");
-	report(l, "events_present", present);
+	report(l, events, present == want);
 
 	if (!fire_event(l, present, value)) {
-		report_unobserved(l, "event_fires", "agent error");
+		report_unobserved(l, fires, "agent error");
 		return;
 	}
-	if (trace_find(l, m->event, fire_line_found, &match)) {
+	fired = trace_find(l, m->event, fire_line_found, &match);
+	if (fired)
 		ktap_print_msg("%s: %s: %s", name, m->event, match.payload);
-		report(l, "event_fires", true);
-	} else {
+	else
 		ktap_print_msg("%s: no %s line of this load in trace", name,
 			       m->event);
-		report(l, "event_fires", false);
-	}
+	report(l, fires, fired == want);
 }
 
 /* room for show_module_flags()'s five letters and more */
@@ -752,12 +825,15 @@ static void check_module_load(const struct load *l)
 	struct load_match match = { .module = m->name };
 	const char *why = NULL;
 
-	if (!module_load_enabled)
+	if (!l->loaded)
+		why = "module not loaded";
+	else if (!module_load_enabled)
 		why = "module:module_load not enabled";
 	else if (!l->trace_read)
 		why = "trace unreadable";
 	if (why) {
-		report_letters(l, "module_load", m->load_letters, NULL, why);
+		report_letters(l, "module_load", m->load_letters,
+			       l->mode->load_want, NULL, why);
 		return;
 	}
 
@@ -768,31 +844,44 @@ static void check_module_load(const struct load *l)
 		ktap_print_msg("%s: no module_load line for %s in trace",
 			       l->mode->name, m->name);
 	/* show_module_flags() letters, same alphabet as the taint file */
-	report_letters(l, "module_load", m->load_letters, match.flags, NULL);
+	report_letters(l, "module_load", m->load_letters, l->mode->load_want,
+		       match.flags, NULL);
 }
 
-static void check_log(const struct load *l)
+/* what the load logged, one diagnostic a message */
+static void check_dmesg(const struct load *l)
 {
-	const struct test_module *m = l->mode->module;
 	const char *line = l->kmsg;
-	char check[32];
-	size_t i;
 
-	if (l->kmsg_read && !*line)
+	if (!*line)
 		ktap_print_msg("%s: dmesg: nothing logged", l->mode->name);
-	while (l->kmsg_read && *line) {
+	while (*line) {
 		int len = strcspn(line, "\n");
 
 		ktap_print_msg("%s: dmesg: %.*s", l->mode->name, len, line);
 		line += len;
 		line += *line == '\n';
 	}
+}
+
+static void check_log(const struct load *l)
+{
+	const struct test_module *m = l->mode->module;
+	char test[40];
+	size_t i;
+
+	if (l->kmsg_read)
+		check_dmesg(l);
 	for (i = 0; i < m->nr_logs; i++) {
-		snprintf(check, sizeof(check), "log_%s", m->logs[i].name);
+		bool wanted = l->mode->log_want & BIT(i);
+
+		snprintf(test, sizeof(test), "log_%s%s", wanted ? "" : "no_",
+			 m->logs[i].name);
 		if (l->kmsg_read)
-			report(l, check, strstr(l->kmsg, m->logs[i].needle));
+			report(l, test, !!strstr(l->kmsg, m->logs[i].needle) ==
+				       wanted);
 		else
-			report_unobserved(l, check, "no kernel log");
+			report_unobserved(l, test, "no kernel log");
 	}
 }
 
@@ -826,7 +915,11 @@ static void check_unloads(const struct load *l)
 	const struct test_module *m = l->mode->module;
 	bool unloaded;
 
-	if (m->klp && l->loaded)
+	if (!l->loaded) {
+		report_unobserved(l, "unloads", "module not loaded");
+		return;
+	}
+	if (m->klp)
 		klp_disable(l);
 	unloaded = !sys_delete_module(m->name, O_NONBLOCK);
 	ktap_print_msg("%s: delete_module(%s) = %s", l->mode->name, m->name,
@@ -880,10 +973,18 @@ static const unsigned int utt_kernel_bits[] = {
 	TAINT_OOT_MODULE, TAINT_FORCED_MODULE, TAINT_UNSIGNED_MODULE,
 };
 
+enum {
+	UTT_LOG_VERIFICATION_FAILED,
+	UTT_LOG_BAD_VERMAGIC,
+	UTT_LOG_BAD_TAINT,
+};
+
 static const struct log_check utt_logs[] = {
-	{ "verification_failed", "module verification failed" },
-	{ "bad_vermagic", "bad vermagic" },
-	{ "bad_taint", "module has bad taint, not creating trace events" },
+	[UTT_LOG_VERIFICATION_FAILED] = {
+		"verification_failed", "module verification failed" },
+	[UTT_LOG_BAD_VERMAGIC] = { "bad_vermagic", "bad vermagic" },
+	[UTT_LOG_BAD_TAINT] = {
+		"bad_taint", "module has bad taint, not creating trace events" },
 };
 
 static const struct test_module utt = {
@@ -907,10 +1008,17 @@ static const struct klp_test tlp_klp = {
 
 static const unsigned int tlp_kernel_bits[] = { TAINT_LIVEPATCH };
 
+enum {
+	TLP_LOG_LIVEPATCH_TAINT,
+	TLP_LOG_BAD_TAINT,
+};
+
 /* check_modinfo_livepatch() says so only once a boot: tlp loads once */
 static const struct log_check tlp_logs[] = {
-	{ "livepatch_taint", "tainting kernel with TAINT_LIVEPATCH" },
-	{ "bad_taint", "module has bad taint, not creating trace events" },
+	[TLP_LOG_LIVEPATCH_TAINT] = {
+		"livepatch_taint", "tainting kernel with TAINT_LIVEPATCH" },
+	[TLP_LOG_BAD_TAINT] = {
+		"bad_taint", "module has bad taint, not creating trace events" },
 };
 
 /* show_module_flags() has no K: the module_load line shows O alone */
@@ -931,35 +1039,76 @@ static const struct test_module tlp = {
 /*
  * In this order: taint bits are sticky, so a later load sees earlier
  * ones, and the forced load must come after the unsigned one. The
- * livepatch comes last: it is signed, so it adds only K (and O, already
- * set), and it patches /proc/cmdline, which the guard has read already.
+ * livepatch comes after them: it is signed, so it adds only K (and O,
+ * already set), and it patches /proc/cmdline, which the guard has read
+ * already.
+ *
+ * What a kernel with the family's fixes does (the "ok" of every test):
+ * the signature check taints an unsigned module E, not F
+ * (TAINT_UNSIGNED_MODULE, 66cc69e34e86); tracing creates the events of
+ * an E or K module and refuses those of an F one
+ * (trace_module_has_bad_taint(), 57673c2b0baa and e7bb66f79a7b);
+ * "module verification failed" is printed once a boot, "bad vermagic"
+ * only while F is clear (kernel/module/main.c, kernel/module.c before
+ * 5.19), and show_module_flags() prints O, F and E but no K.
  */
 static const struct mode modes[] = {
-	{ "signed", &utt, "/taintport/utt-signed.ko", 0 },
-	{ "unsigned", &utt, "/taintport/utt.ko", 0 },
-	{ "forced", &utt, "/taintport/utt.ko", MODULE_INIT_IGNORE_VERMAGIC },
-	{ "livepatch", &tlp, "/taintport/tlp-signed.ko", 0 },
+	{
+		.name = "signed", .module = &utt,
+		.path = "/taintport/utt-signed.ko", .flags = 0,
+		.taint_want = "O",
+		.kernel_want = BIT(TAINT_OOT_MODULE),
+		.events_want = true,
+		.load_want = "O",
+		.log_want = 0,
+	}, {
+		.name = "unsigned", .module = &utt,
+		.path = "/taintport/utt.ko", .flags = 0,
+		.taint_want = "OE",
+		.kernel_want = BIT(TAINT_OOT_MODULE) | BIT(TAINT_UNSIGNED_MODULE),
+		.events_want = true,
+		.load_want = "OE",
+		.log_want = BIT(UTT_LOG_VERIFICATION_FAILED),
+	}, {
+		.name = "forced", .module = &utt,
+		.path = "/taintport/utt.ko", .flags = MODULE_INIT_IGNORE_VERMAGIC,
+		.taint_want = "OFE",
+		.kernel_want = BIT(TAINT_FORCED_MODULE) | BIT(TAINT_OOT_MODULE) |
+			       BIT(TAINT_UNSIGNED_MODULE),
+		.events_want = false,
+		.load_want = "OFE",
+		.log_want = BIT(UTT_LOG_BAD_VERMAGIC) | BIT(UTT_LOG_BAD_TAINT),
+	}, {
+		.name = "livepatch", .module = &tlp,
+		.path = "/taintport/tlp-signed.ko", .flags = 0,
+		.taint_want = "OK",
+		.kernel_want = BIT(TAINT_LIVEPATCH),
+		.events_want = true,
+		.load_want = "O",
+		.log_want = BIT(TLP_LOG_LIVEPATCH_TAINT),
+	},
 };
 
 /* the rows of the README's table that run_mode() reports for mode */
-static unsigned int mode_checks(const struct mode *mode)
+static unsigned int mode_tests(const struct mode *mode)
 {
 	const struct test_module *m = mode->module;
 
-	/* loads, events_present, event_fires, unloads */
+	/* loads, events_*, event_*, unloads */
 	return 4 + strlen(m->taint_letters) + m->nr_kernel_bits +
 	       (m->klp ? 2 : 0) + strlen(m->load_letters) + m->nr_logs;
 }
 
-/* the mode_checks() results of one mode, in the README's order */
+/* mode's subtest: mode_tests() results, in the README's order */
 static void run_mode(const struct mode *mode, int value)
 {
-	unsigned int first = ktap_test_num();
 	static struct load l;
 
 	memset(&l, 0, sizeof(l));
 	l.mode = mode;
+	l.prefix = "";
 
+	ktap_subtest_start(mode->name, mode_tests(mode));
 	load(&l);
 	check_loads(&l);
 	check_module_taint(&l);
@@ -973,9 +1122,159 @@ static void run_mode(const struct mode *mode, int value)
 	check_log(&l);
 	check_unloads(&l);
 
-	if (ktap_test_num() - first != mode_checks(mode))
+	if (ktap_test_num() != mode_tests(mode))
 		agent_error("%s: printed %u results, planned %u", mode->name,
-			    ktap_test_num() - first, mode_checks(mode));
+			    ktap_test_num(), mode_tests(mode));
+	ktap_subtest_end();
+}
+
+/*
+ * The loads of the enforced subtest. Only the path and the flags matter
+ * for the refused ones; the signed one is tested as the signed mode is.
+ */
+static const struct mode enforced_unsigned = {
+	.name = "enforced", .module = &utt,
+	.path = "/taintport/utt.ko", .flags = 0,
+};
+
+static const struct mode enforced_forced = {
+	.name = "enforced", .module = &utt,
+	.path = "/taintport/utt.ko", .flags = MODULE_INIT_IGNORE_VERMAGIC,
+};
+
+static const struct mode enforced_signed = {
+	.name = "enforced", .module = &utt,
+	.path = "/taintport/utt-signed.ko", .flags = 0,
+	.taint_want = "O",
+	.events_want = true,
+};
+
+/*
+ * sig_enforce is enable-only (bool_enable_only, 0644, in
+ * kernel/module/signing.c, kernel/module.c before 5.19): once on, it
+ * stays on for the rest of the boot, so this subtest comes last.
+ */
+static bool enforce_signatures(void)
+{
+	char text[8] = "";
+
+	if (write_text(SIG_ENFORCE, "1"))
+		ktap_print_msg("enforced: write 1 to %s: %s", SIG_ENFORCE,
+			       strerror(errno));
+	if (read_text(SIG_ENFORCE, text, sizeof(text)) < 0) {
+		ktap_print_msg("enforced: read %s: %s", SIG_ENFORCE,
+			       strerror(errno));
+		return false;
+	}
+	text[strcspn(text, "\n")] = '\0';
+	ktap_print_msg("enforced: %s = %s", SIG_ENFORCE, text);
+	return !strcmp(text, "Y");
+}
+
+/* the tests a refused load has: 5 for each of the two */
+#define REFUSED_TESTS	5
+
+/*
+ * <prefix>refused: finit_module() failed with EKEYREJECTED, which
+ * module_sig_check() returns for a module without a valid signature once
+ * enforcement is on (a forced load counts as one: its signature is not
+ * even looked at); <prefix>not_loaded, <prefix>no_events: nothing of it
+ * is left; <prefix>no_new_taint: the kernel's taint is unchanged;
+ * <prefix>log_rejected: the kernel said why.
+ */
+static void check_refused(const struct mode *mode, const char *prefix,
+			  bool enforcing)
+{
+	unsigned long before = 0;
+	unsigned long after = 0;
+	struct load l = { .mode = mode, .prefix = prefix };
+	char path[PATH_SIZE];
+	bool tainted_known;
+	bool present;
+
+	if (!enforcing) {
+		/* a load now would test nothing and taint the boot */
+		static const char *const tests[] = {
+			"refused", "not_loaded", "no_events", "no_new_taint",
+			"log_rejected",
+		};
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(tests); i++)
+			report_unobserved(&l, tests[i], "sig_enforce not on");
+		return;
+	}
+
+	tainted_known = kernel_tainted(&before);
+	load(&l);
+	tainted_known = tainted_known && kernel_tainted(&after);
+	ktap_print_msg("enforced: finit_module(%s, flags=%d) = %s", mode->path,
+		       mode->flags, l.loaded ? "0" : strerror(l.load_errno));
+	report(&l, "refused", !l.loaded && l.load_errno == EKEYREJECTED);
+
+	snprintf(path, sizeof(path), "/sys/module/%s", mode->module->name);
+	present = !access(path, F_OK);
+	report(&l, "not_loaded", !present);
+	if (l.loaded && sys_delete_module(mode->module->name, O_NONBLOCK))
+		agent_error("enforced: delete_module(%s): %s",
+			    mode->module->name, strerror(errno));
+
+	if (tracefs[0])
+		report(&l, "no_events", !events_present(mode->module));
+	else
+		report_unobserved(&l, "no_events", "no tracefs");
+
+	if (tainted_known) {
+		ktap_print_msg("enforced: tainted = %lu, then %lu", before, after);
+		report(&l, "no_new_taint", before == after);
+	} else {
+		agent_error("enforced: cannot read /proc/sys/kernel/tainted");
+		report_unobserved(&l, "no_new_taint", "tainted unreadable");
+	}
+
+	if (l.kmsg_read) {
+		check_dmesg(&l);
+		report(&l, "log_rejected",
+		       strstr(l.kmsg, "Loading of unsigned module is rejected"));
+	} else {
+		report_unobserved(&l, "log_rejected", "no kernel log");
+	}
+}
+
+/* sig_enforce_enabled, two refused loads, and the signed load's tests */
+static unsigned int enforced_tests(void)
+{
+	return 1 + 2 * REFUSED_TESTS + 4 + strlen(utt.taint_letters);
+}
+
+/*
+ * The fix must not weaken signature enforcement: with sig_enforce on, an
+ * unsigned module is refused, forced or not, and leaves nothing behind,
+ * while a signed one still loads and traces.
+ */
+static void run_enforced(int value)
+{
+	struct load l = { .mode = &enforced_signed, .prefix = "signed_" };
+	bool enforcing;
+
+	ktap_subtest_start("enforced", enforced_tests());
+	enforcing = enforce_signatures();
+	ktap_test_result(enforcing, "sig_enforce_enabled");
+	result_counted();
+
+	check_refused(&enforced_unsigned, "unsigned_", enforcing);
+	check_refused(&enforced_forced, "forced_", enforcing);
+
+	load(&l);
+	check_loads(&l);
+	check_module_taint(&l);
+	check_events(&l, value);
+	check_unloads(&l);
+
+	if (ktap_test_num() != enforced_tests())
+		agent_error("enforced: printed %u results, planned %u",
+			    ktap_test_num(), enforced_tests());
+	ktap_subtest_end();
 }
 
 /* the harness's self-test of broken runs; returns unless it ends the run */
@@ -1018,7 +1317,12 @@ int main(void)
 
 	/* stdout is the serial console: every line out as soon as written */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* the plan follows the version line at once, as kunit_parser wants */
 	ktap_print_header();
+	ktap_set_plan(ARRAY_SIZE(modes) + 1);
+	for (i = 0; i < ARRAY_SIZE(modes); i++)
+		plan += mode_tests(&modes[i]);
+	plan += enforced_tests();
 	/*
 	 * Keep kernel messages off the console so they cannot split a KTAP
 	 * line; the agent reads them from /dev/kmsg instead. A panic still
@@ -1028,9 +1332,6 @@ int main(void)
 		agent_error("console loglevel: %s", strerror(errno));
 	fault = cmdline_fault(cmdline);
 	inject_fault();
-	for (i = 0; i < ARRAY_SIZE(modes); i++)
-		plan += mode_checks(&modes[i]);
-	ktap_set_plan(plan);
 
 	unsigned_letter = cmdline_letter(cmdline);
 	if (!unsigned_letter) {
@@ -1043,10 +1344,11 @@ int main(void)
 
 	for (i = 0; i < ARRAY_SIZE(modes); i++)
 		run_mode(&modes[i], 1000 + i);
+	run_enforced(1000 + i);
 
-	if (ktap_test_num() != plan)
-		agent_error("printed %u results, planned %u", ktap_test_num(),
-			    plan);
+	if (ktap_case_count() != plan)
+		agent_error("printed %u test results, planned %u",
+			    ktap_case_count(), plan);
 	printf("# taintport-agent: end status=%d\n", status);
 	vm_end(status);
 	return status;

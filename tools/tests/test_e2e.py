@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from taintport import verdict, versions
+from taintport.cache import Cache
+
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 VERSION = "bookworm-6.1"
@@ -28,8 +31,16 @@ def matrix(out, *extra):
     return proc, {c["variant"]: c for c in doc["cells"]}, doc
 
 
-def test_four_variants_as_expected(tmp_path):
-    proc, cells, doc = matrix(tmp_path / "run")
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """One matrix run of the four variants, shared by the tests that read it."""
+    out = tmp_path_factory.mktemp("e2e") / "run"
+    proc, cells, doc = matrix(out)
+    return out, proc, cells
+
+
+def test_four_variants_as_expected(run):
+    out, proc, cells = run
     assert proc.returncode == 0, [c["errors"] for c in cells.values()]
     assert set(cells) == {"upstream", "reverted", "backported", "patched"}
     # bookworm's 6.1 as Debian ships it lacks e7bb66f79a7b: a known bug, seen as one
@@ -41,19 +52,23 @@ def test_four_variants_as_expected(tmp_path):
     assert cells["patched"]["fixes"] == {"unsigned": "present", "livepatch": "carried"}
     observed = {v: {c["name"]: c["observed"] for c in cell["checks"]} for v, cell in cells.items()}
     # the negative control reproduced both bugs; the layer fixed both
-    assert observed["reverted"]["unsigned_events_present"] == "not ok"
-    assert observed["reverted"]["unsigned_module_taint_F"] == "ok"
-    assert observed["reverted"]["unsigned_log_bad_taint"] == "ok"
+    assert observed["reverted"]["unsigned.events_present"] == "not ok"
+    assert observed["reverted"]["unsigned.module_not_tainted_F"] == "not ok"
+    assert observed["reverted"]["unsigned.log_no_bad_taint"] == "not ok"
     for variant in ("upstream", "reverted"):
-        assert observed[variant]["livepatch_module_taint_K"] == "ok"
-        assert observed[variant]["livepatch_events_present"] == "not ok"
-        assert observed[variant]["livepatch_log_bad_taint"] == "ok"
+        assert observed[variant]["livepatch.module_tainted_K"] == "ok"
+        assert observed[variant]["livepatch.events_present"] == "not ok"
+        assert observed[variant]["livepatch.log_no_bad_taint"] == "not ok"
     for variant in ("backported", "patched"):
-        assert observed[variant]["unsigned_event_fires"] == "ok"
-        assert observed[variant]["unsigned_module_taint_E"] == "ok"
-        assert observed[variant]["livepatch_events_present"] == "ok"
-        assert observed[variant]["livepatch_event_fires"] == "ok"
-        assert observed[variant]["livepatch_patch_applies"] == "ok"
+        assert observed[variant]["unsigned.event_fires"] == "ok"
+        assert observed[variant]["unsigned.module_tainted_E"] == "ok"
+        assert observed[variant]["livepatch.events_present"] == "ok"
+        assert observed[variant]["livepatch.event_fires"] == "ok"
+        assert observed[variant]["livepatch.patch_applies"] == "ok"
+    # signature enforcement holds in every variant, with or without a fix
+    for variant, tests in observed.items():
+        enforced = {k: v for k, v in tests.items() if k.startswith("enforced.")}
+        assert len(enforced) == 18 and set(enforced.values()) == {"ok"}, variant
     assert observed["backported"]["backported_sources_identical_to_patched"] == "ok"
     # patched = upstream + the exported layer: byte-identical to backported,
     # so its cell is backported's build and boot, and says so
@@ -62,16 +77,60 @@ def test_four_variants_as_expected(tmp_path):
     assert "boot" not in cells["patched"]["timings"]
     for cell in cells.values():
         assert cell["accelerator"] in ("kvm", "tcg")
-        assert (tmp_path / "run" / cell["logs"]["console"]).exists()
-        assert (tmp_path / "run" / cell["logs"]["build"]).exists()
+        assert (out / cell["logs"]["console"]).exists()
+        assert (out / cell["logs"]["build"]).exists()
     for variant in ("upstream", "reverted", "backported"):
         assert cells[variant]["timings"]["boot"] > 0
     assert "known bug as shipped: livepatch fix missing" in proc.stdout
-    summary_md = (tmp_path / "run" / "summary.md").read_text()
+    summary_md = (out / "summary.md").read_text()
     assert "bookworm-6.1 upstream (as shipped): livepatch module tainted K" in summary_md
     images = {v: c["inputs"]["bzimage_sha256"] for v, c in cells.items()}
     assert images["reverted"] != images["upstream"] != images["backported"]
     assert images["patched"] == images["backported"]
+
+
+def kunit_parse(console):
+    """The fetched tree's own tools/testing/kunit/kunit.py parse, run by the
+    system Python: its exit status, its summary line and each test case's
+    status as "<subtest>.<test>" -> PASS / FAIL / SKIP / ERROR."""
+    tree = Cache().tree(versions.select([VERSION])[0])
+    kunit = tree / "tools" / "testing" / "kunit" / "kunit.py"
+    out = console.with_suffix(".kunit.json")
+    proc = subprocess.run(["/usr/bin/python3", str(kunit), "parse", "--json", str(out),
+                           str(console)], capture_output=True, text=True, timeout=120)
+    top = json.loads(out.read_text())
+    cases = {f"{group['name']}.{case['name']}": case["status"]
+             for group in top["sub_groups"] for case in group["test_cases"]}
+    summary = [line for line in proc.stdout.splitlines() if "Testing complete." in line]
+    return proc, cases, summary
+
+
+def test_kunit_tool_reads_every_console_as_taintport_does(run):
+    """KTAP means what KTAP consumers think it means: the kernel's own parser
+    finds no parse error, all tests passed on backported, and exactly the
+    expected failures elsewhere (upstream 6.1 lacks the livepatch fix; the
+    reverted tree lacks both)."""
+    out, proc, cells = run
+    expectations = verdict.load()
+    ships = versions.select([VERSION])[0].ships
+    for variant, cell in cells.items():
+        kunit, cases, summary = kunit_parse(out / cell["logs"]["console"])
+        assert len(cases) == len(expectations.tests), (variant, kunit.stdout)
+        assert set(cases) == set(expectations.tests), variant
+        assert "ERROR" not in cases.values() and "SKIP" not in cases.values(), variant
+        assert not [line for line in kunit.stdout.splitlines()
+                    if "[ERROR]" in line or "parse" in line.lower() and "fail" in line.lower()]
+        failed = {name for name, status in cases.items() if status == "FAIL"}
+        want = expectations.failures(expectations.states(variant, ships))
+        assert failed == want, (variant, sorted(failed ^ want))
+        assert len(summary) == 1, (variant, kunit.stdout)
+        if not want:
+            # "Ran 79 tests: passed: 79"
+            assert kunit.returncode == 0, (variant, kunit.stdout)
+            assert f"passed: {len(cases)}" in summary[0] and "failed" not in summary[0]
+        else:
+            assert kunit.returncode != 0, variant
+            assert f"failed: {len(want)}" in summary[0], (variant, summary)
 
 
 def test_patched_built_for_real_is_the_backported_image(tmp_path):
@@ -101,5 +160,5 @@ def test_mutation_without_backport_patch_is_unexpected(tmp_path):
     assert proc.returncode == 1
     assert cells["backported"]["status"] == "unexpected"
     wrong = {c["name"] for c in cells["backported"]["checks"] if not c["matches"]}
-    assert {"unsigned_events_present", "livepatch_events_present",
+    assert {"unsigned.events_present", "livepatch.events_present",
             "backported_sources_identical_to_patched"} <= wrong

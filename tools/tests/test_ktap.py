@@ -6,39 +6,72 @@ import pytest
 
 from taintport import ktap, verdict, versions
 
-DATA = Path(__file__).parent / "data" / "console"
-LIVEPATCH_DATA = Path(__file__).parent / "data" / "livepatch"
+CAPTURES = Path(__file__).parent / "data" / "consoles"
 
 
-def console(results, *, plan=None, end=0, noise=True):
+def console(results, *, plan=None, end=0, noise=True, subtest_ok=None):
+    """A console as the agent prints it: results are ("<subtest>.<test>", ok),
+    grouped into subtests in order of first appearance."""
+    groups = {}
+    for name, ok in results:
+        sub, _, test = name.partition(".")
+        groups.setdefault(sub, []).append((test, ok))
     lines = ["[    0.000000] Linux version 6.1.176 (taintport@taintport)",
-             "KTAP version 1", f"1..{plan if plan is not None else len(results)}"]
-    for n, (name, ok) in enumerate(results, 1):
-        lines.append(f"# {name.split('_')[0]}: observed something")
-        if noise and n == 2:
-            lines.append("[    1.234567] random: crng init done\r")
-        lines.append(f"{'ok' if ok else 'not ok'} {n} {name}")
+             "KTAP version 1", f"1..{len(groups)}"]
+    for k, (sub, tests) in enumerate(groups.items(), 1):
+        lines += ["    KTAP version 1", f"    # Subtest: {sub}",
+                  f"    1..{plan if plan is not None else len(tests)}"]
+        for n, (test, ok) in enumerate(tests, 1):
+            lines.append(f"    # {sub}: observed something")
+            if noise and n == 2:
+                lines.append("[    1.234567] random: crng init done\r")
+            lines.append(f"    {'ok' if ok else 'not ok'} {n} {test}")
+        good = all(ok for _, ok in tests) if subtest_ok is None else subtest_ok
+        lines.append(f"{'ok' if good else 'not ok'} {k} {sub}")
     if end is not None:
         lines.append(f"# taintport-agent: end status={end}")
     return "\n".join(lines) + "\n"
 
 
 def test_clean_run_parses_with_diagnostics():
-    parsed = ktap.parse(console([("signed_loads", True), ("signed_unloads", False)]))
+    parsed = ktap.parse(console([("signed.loads", True), ("signed.unloads", False)]))
     assert not parsed.errors
-    assert parsed.results["signed_loads"].ok
-    assert not parsed.results["signed_unloads"].ok
-    assert parsed.results["signed_loads"].diagnostics == ["signed: observed something"]
+    assert parsed.results["signed.loads"].ok
+    assert not parsed.results["signed.unloads"].ok
+    assert parsed.results["signed.loads"].diagnostics == ["signed: observed something"]
+    assert parsed.subtests["signed"].tests == ["signed.loads", "signed.unloads"]
+    assert not parsed.subtests["signed"].result.ok
     assert parsed.end_status == 0
 
 
+def test_subtests_are_numbered_apart_and_closed_by_their_own_line():
+    parsed = ktap.parse(console([("signed.loads", True), ("unsigned.loads", True),
+                                 ("unsigned.unloads", True)]))
+    assert not parsed.errors
+    assert [r.number for r in parsed.results.values()] == [1, 1, 2]
+    assert [s.result.number for s in parsed.subtests.values()] == [1, 2]
+
+
+def test_subtest_result_that_contradicts_its_tests_is_an_error():
+    parsed = ktap.parse(console([("signed.loads", False)], subtest_ok=True))
+    assert any("contradicts its tests" in e for e in parsed.errors)
+
+
+def test_a_prefix_before_the_version_line_is_stripped_as_kunit_does():
+    text = "".join(f"prefix| {line}\n" for line in
+                   console([("signed.loads", True)], noise=False).splitlines())
+    parsed = ktap.parse(text)
+    assert not parsed.errors, parsed.errors
+    assert parsed.results["signed.loads"].ok
+
+
 def test_missing_plan_entry_is_an_error_not_a_result():
-    parsed = ktap.parse(console([("a_x", True)], plan=3))
+    parsed = ktap.parse(console([("a.x", True)], plan=3))
     assert any("2 of 3 planned results missing (first: 2)" in e for e in parsed.errors)
 
 
 def test_no_end_marker_means_truncated():
-    parsed = ktap.parse(console([("a_x", True)], end=None))
+    parsed = ktap.parse(console([("a.x", True)], end=None))
     assert any("cut short" in e for e in parsed.errors)
 
 
@@ -54,55 +87,85 @@ def test_refusal_is_reported_as_such():
 
 
 def test_panic_is_an_error_with_its_lines():
-    text = console([("a_x", True)]) + "[    2.0] Kernel panic - not syncing: sysrq triggered crash\n"
+    text = console([("a.x", True)]) + "[    2.0] Kernel panic - not syncing: sysrq triggered crash\n"
     parsed = ktap.parse(text)
     assert any(e.startswith("kernel panic") for e in parsed.errors)
     assert any("sysrq triggered crash" in line for line in parsed.panic)
 
 
 def test_agent_error_status():
-    parsed = ktap.parse(console([("a_x", True)], end=1))
+    parsed = ktap.parse(console([("a.x", True)], end=1))
     assert any("status 1" in e for e in parsed.errors)
 
 
-EXPECTED = {"signed_loads": True, "signed_events_present": True}
+EXPECTED = {"signed.loads": True, "signed.events_present": True}
 
 
 def test_verdict_as_expected_and_unexpected():
-    ok = ktap.parse(console([("signed_loads", True), ("signed_events_present", True)]))
+    ok = ktap.parse(console([("signed.loads", True), ("signed.events_present", True)]))
     assert verdict.judge(ok, EXPECTED).status is verdict.Status.AS_EXPECTED
-    bad = ktap.parse(console([("signed_loads", True), ("signed_events_present", False)]))
+    bad = ktap.parse(console([("signed.loads", True), ("signed.events_present", False)]))
     j = verdict.judge(bad, EXPECTED)
     assert j.status is verdict.Status.UNEXPECTED
-    assert [c.name for c in j.failing] == ["signed_events_present"]
+    assert [c.name for c in j.failing] == ["signed.events_present"]
+
+
+def test_an_expected_failure_that_passes_is_unexpected_too():
+    """as-expected only when the failures are exactly the expected set"""
+    parsed = ktap.parse(console([("signed.loads", True), ("signed.events_present", True)]))
+    j = verdict.judge(parsed, {"signed.loads": True, "signed.events_present": False})
+    assert j.status is verdict.Status.UNEXPECTED
+    assert [c.name for c in j.failing] == ["signed.events_present"]
 
 
 def test_verdict_error_when_broken_even_if_checks_match():
-    parsed = ktap.parse(console([("signed_loads", True), ("signed_events_present", True)],
+    parsed = ktap.parse(console([("signed.loads", True), ("signed.events_present", True)],
                                 end=None))
     assert verdict.judge(parsed, EXPECTED).status is verdict.Status.ERROR
 
 
 def test_verdict_error_on_unreported_or_unknown_check():
-    parsed = ktap.parse(console([("signed_loads", True), ("signed_other", True)]))
+    parsed = ktap.parse(console([("signed.loads", True), ("signed.other", True)]))
     j = verdict.judge(parsed, EXPECTED)
     assert j.status is verdict.Status.ERROR
     assert any("not reported" in e for e in j.errors)
-    assert any("no expectation: signed_other" in e for e in j.errors)
+    assert any("no expectation: signed.other" in e for e in j.errors)
 
 
-def test_repository_expectations_are_complete_and_differ_where_the_bug_shows():
+def test_repository_expectations_list_every_test_and_each_fixs_failures():
     exp = verdict.load()
     assert set(exp.variants) == {"upstream", "reverted", "backported", "patched"}
-    assert set(exp.tables) == {"unsigned", "livepatch"}
-    for fix, sides in exp.tables.items():
-        differ = {k for k in sides["fix"] if sides["fix"][k] != sides["bug"][k]}
-        assert differ, fix
-        assert all(k.startswith(("unsigned_", "forced_", "livepatch_")) for k in differ)
-    assert "unsigned_events_present" in {k for k in exp.tables["unsigned"]["fix"]
-                                         if exp.tables["unsigned"]["fix"][k]
-                                         != exp.tables["unsigned"]["bug"][k]}
-    assert not exp.tables["livepatch"]["bug"]["livepatch_events_present"]
+    assert set(exp.xfail) == {"unsigned", "livepatch"}
+    subtests = [t.partition(".")[0] for t in exp.tests]
+    assert list(dict.fromkeys(subtests)) == ["signed", "unsigned", "forced", "livepatch",
+                                             "enforced"]
+    assert len(exp.tests) == 16 * 3 + 13 + 18
+    assert "unsigned.events_present" in exp.xfail["unsigned"]
+    assert exp.xfail["livepatch"] == {"livepatch.events_present", "livepatch.event_fires",
+                                      "livepatch.log_no_bad_taint"}
+    # the signed load and signature enforcement are the same with or without a fix
+    for fix, tests in exp.xfail.items():
+        assert not {t for t in tests if t.startswith(("signed.", "enforced."))}, fix
+    assert exp.owner("forced.log_bad_vermagic") == "unsigned"
+    assert exp.owner("enforced.sig_enforce_enabled") == ""
+
+
+def test_expectations_file_is_validated(tmp_path):
+    good = verdict.EXPECTATIONS.read_text()
+    cases = {
+        "unknown test in xfail": good.replace('"livepatch.event_fires",',
+                                              '"livepatch.event_fire",'),
+        "missing xfail": good.replace("[livepatch]\nxfail", "[livepatch]\nxfails"),
+        "a test twice": good.replace('"loads",\n    "module_tainted_O", "module_tainted_K"',
+                                     '"loads", "loads",\n    "module_tainted_O", '
+                                     '"module_tainted_K"'),
+    }
+    for what, text in cases.items():
+        assert text != good, what
+        path = tmp_path / "e.toml"
+        path.write_text(text)
+        with pytest.raises(verdict.InputError):
+            verdict.load(path)
 
 
 def test_fix_states_follow_the_variant_and_what_ships():
@@ -120,66 +183,69 @@ def test_fix_states_follow_the_variant_and_what_ships():
     assert not exp.known_bug("upstream", exp.states("upstream", both))
     assert exp.expected(exp.states("patched", bookworm)) == \
         exp.expected(exp.states("backported", bookworm))
+    # a fixed kernel passes every test; the reverted one fails both fixes' sets
+    assert all(exp.expected(exp.states("backported", bookworm)).values())
+    assert exp.failures(exp.states("reverted", both)) == \
+        exp.xfail["unsigned"] | exp.xfail["livepatch"]
 
 
 def test_known_bug_is_as_expected_on_a_shipped_tree_that_lacks_a_fix():
-    parsed = ktap.parse(console([("signed_loads", True)]))
-    assert verdict.judge(parsed, {"signed_loads": True}, known_bug=True).status \
+    parsed = ktap.parse(console([("signed.loads", True)]))
+    assert verdict.judge(parsed, {"signed.loads": True}, known_bug=True).status \
         is verdict.Status.KNOWN_BUG
-    assert verdict.judge(parsed, {"signed_loads": False}, known_bug=True).status \
+    assert verdict.judge(parsed, {"signed.loads": False}, known_bug=True).status \
         is verdict.Status.UNEXPECTED
 
 
-def test_livepatch_tables_list_the_same_checks_and_differ_where_the_bug_shows():
-    """[livepatch.fix] and [livepatch.bug]: the 13 checks of the agent's livepatch mode."""
-    data = tomllib.loads(verdict.EXPECTATIONS.read_text())
-    fix, bug = data["livepatch"]["fix"], data["livepatch"]["bug"]
-    assert list(fix) == list(bug)
-    assert len(fix) == 13 and all(name.startswith("livepatch_") for name in fix)
-    assert all(isinstance(v, bool) for v in [*fix.values(), *bug.values()])
-    assert {k for k in fix if fix[k] != bug[k]} == {
-        "livepatch_events_present", "livepatch_event_fires", "livepatch_log_bad_taint"}
+def captures():
+    return sorted(CAPTURES.glob("*/*.log")) if CAPTURES.exists() else []
 
 
-@pytest.mark.parametrize("log", sorted(DATA.glob("*.log")) if DATA.exists() else [],
-                         ids=lambda p: p.name)
-def test_captured_console_logs(log):
-    """Real boots: each file's name says which variant and what must come out.
-    They were captured before the livepatch load mode: judged on the
-    unsigned fix's checks, on bookworm 6.1 (which ships that fix)."""
-    variant, outcome = log.stem.split("-", 1)
-    parsed = ktap.parse(log.read_text(errors="replace"))
+@pytest.mark.parametrize("log", captures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_captured_consoles_are_judged_as_the_matrix_judged_them(log):
+    """Real boots (tools/tests/data/consoles/README.md), <version>/<variant>.log,
+    some with how they were provoked in the name (<variant>-<outcome>.log):
+    judged from what the version's descriptor ships, as the matrix does."""
+    variant, _, outcome = log.stem.partition("-")
     exp = verdict.load()
-    states = {"unsigned": exp.variant(variant).fix_state(True)}
-    j = verdict.judge(parsed, exp.expected(states))
-    assert j.status.value == outcome, j.errors or [c.name for c in j.failing]
-
-
-@pytest.mark.parametrize("log", sorted(LIVEPATCH_DATA.glob("*.log")), ids=lambda p: p.name)
-def test_captured_livepatch_modes(log):
-    """Real boots of the upstream variant, <version>-<fix|bug>.log: all 61
-    results judged as the matrix judges that version's upstream cell, from
-    what its descriptor ships (5.10 and 6.1 lack e7bb66f79a7b: known bug)."""
-    name, side = log.stem.rsplit("-", 1)
-    exp = verdict.load()
-    ships = versions.select([name])[0].ships
-    states = exp.states("upstream", ships)
-    assert states["livepatch"].fixed == (side == "fix")
+    ships = versions.select([log.parent.name])[0].ships
+    states = exp.states(variant, ships)
     parsed = ktap.parse(log.read_text(errors="replace"))
-    assert len(parsed.results) == 61
-    j = verdict.judge(parsed, exp.expected(states), exp.known_bug("upstream", states))
-    want = verdict.Status.AS_EXPECTED if side == "fix" else verdict.Status.KNOWN_BUG
-    assert j.status is want, j.errors or [c.name for c in j.failing]
-    # the other table would not do: the captures can tell the fix from the bug
-    other = dict(states, livepatch=verdict.FixState.MISSING if side == "fix"
-                 else verdict.FixState.CARRIED)
-    assert verdict.judge(parsed, exp.expected(other)).status is verdict.Status.UNEXPECTED
+    j = verdict.judge(parsed, exp.expected(states), exp.known_bug(variant, states))
+    want = outcome or ("known-bug" if exp.known_bug(variant, states) else "as-expected")
+    assert j.status.value == want, j.errors or [c.name for c in j.failing]
+    if outcome:
+        return
+    assert len(parsed.results) == len(exp.tests)
+    # the captures can tell each fix from its bug: judged as if one fix's
+    # state were the other, every sound capture is unexpected
+    for fix, state in states.items():
+        flipped = dict(states, **{fix: verdict.FixState.CARRIED if not state.fixed
+                                  else verdict.FixState.MISSING})
+        assert verdict.judge(parsed, exp.expected(flipped)).status is \
+            verdict.Status.UNEXPECTED, fix
+
+
+def test_every_version_has_its_captures():
+    have = {(p.parent.name, p.stem) for p in captures()}
+    for version in versions.select(None):
+        for variant in ("upstream", "reverted", "backported"):
+            assert (version.name, variant) in have
 
 
 def test_skipped_check_is_no_observation():
-    text = console([("signed_loads", True), ("signed_events_present", True)])
-    text = text.replace("ok 2 signed_events_present", "ok 2 signed_events_present # SKIP no tracefs")
+    text = console([("signed.loads", True), ("signed.events_present", True)])
+    text = text.replace("ok 2 events_present", "ok 2 events_present # SKIP no tracefs")
     j = verdict.judge(ktap.parse(text), EXPECTED)
     assert j.status is verdict.Status.ERROR
-    assert any("skipped" in e for e in j.errors)
-    assert [c.observed for c in j.checks if c.name == "signed_events_present"] == [None]
+    assert any("could not observe: signed.events_present (no tracefs)" in e for e in j.errors)
+    assert [(c.observed, c.directive) for c in j.checks
+            if c.name == "signed.events_present"] == [(None, "SKIP")]
+
+
+def test_a_finding_with_skips_it_caused_is_unexpected():
+    """a module that did not load has no taint to look at: the load is the finding"""
+    text = console([("signed.loads", False), ("signed.events_present", True)])
+    text = text.replace("ok 2 events_present", "ok 2 events_present # SKIP module not loaded")
+    j = verdict.judge(ktap.parse(text), EXPECTED)
+    assert j.status is verdict.Status.UNEXPECTED

@@ -122,14 +122,14 @@ def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
     failing = sorted(t["path"] for i, t in tests.items()
                      if i.startswith(unexpected + ":") and t["status"] == "FAIL")
     assert failing == ["taintport.unsigned.event_fires", "taintport.unsigned.events_present",
-                       "taintport.unsigned.log_bad_taint"]
+                       "taintport.unsigned.log_no_bad_taint"]
     broke = "taintport:trixie-6.12:reverted"
     assert tests[broke]["status"] == "ERROR"
     assert "kernel panic" in tests[broke]["log_excerpt"]
     statuses = [t["status"] for i, t in tests.items() if i.startswith(broke + ":")]
     assert statuses.count("ERROR") == 32 and statuses.count("MISS") == 16
     assert tests["taintport:trixie-6.12:upstream"]["status"] == "PASS"
-    fires = tests[unexpected + ":unsigned_event_fires"]
+    fires = tests[unexpected + ":unsigned.event_fires"]
     assert fires["misc"] == {"expected": "ok", "observed": "not ok", "accelerator": "tcg"}
     assert "no utt_fire line" in fires["log_excerpt"]
 
@@ -137,7 +137,7 @@ def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
 def test_kcidb_log_checks_carry_the_kernel_log_block():
     doc = render.load(TRIXIE)
     bad_taint = next(t for t in kcidb.report(doc)["tests"]
-                     if t["id"] == "taintport:trixie-6.12:backported:unsigned_log_bad_taint")
+                     if t["id"] == "taintport:trixie-6.12:backported:unsigned.log_no_bad_taint")
     assert "module has bad taint" in bad_taint["log_excerpt"]
 
 
@@ -164,7 +164,7 @@ def test_kcidb_skip_directive(bookworm):
     assert kcidb.check_status(skipped, skipped["checks"][0]) is kcidb.Status.SKIP
     suite = ET.fromstring(junit.render({"cells": [skipped]})).find("testsuite")
     assert suite.get("skipped") == "1"
-    assert suite.find("testcase[@name='signed_loads']/skipped") is not None
+    assert suite.find("testcase[@name='signed.loads']/skipped") is not None
 
 
 # junit.xml
@@ -186,15 +186,15 @@ def test_junit_one_suite_per_cell_one_case_per_check(trixie):
 
     unexpected = suites["trixie-6.12.backported"]
     assert unexpected.get("failures") == "4"  # three checks and the verdict
-    failure = unexpected.find("testcase[@name='unsigned_events_present']/failure")
+    failure = unexpected.find("testcase[@name='unsigned.events_present']/failure")
     assert failure.get("message") == "expected ok, observed not ok"
     assert "does not exist" in failure.text
 
     broke = suites["trixie-6.12.reverted"]
     assert broke.get("errors") == "49" and broke.get("failures") == "0"
-    error = broke.find("testcase[@name='signed_loads']/error")
+    error = broke.find("testcase[@name='signed.loads']/error")
     assert error.get("type") == "ERROR" and "kernel panic" in error.get("message")
-    missing = broke.find("testcase[@name='forced_unloads']/error")
+    missing = broke.find("testcase[@name='forced.unloads']/error")
     assert missing.get("type") == "MISS" and "not reported" in missing.get("message")
     assert root.get("tests") == "147" and root.get("failures") == "4"
 
@@ -209,10 +209,11 @@ def test_junit_survives_control_characters_in_console_text(trixie):
 
 def test_summary_counts_like_lkft(bookworm, trixie):
     reverted = cell(bookworm, "reverted")
-    assert summary.counts([reverted]) == summary.Counts(total=48, passed=26, failed=0,
-                                                        errors=0, xfail=22)
+    # the reverted tree fails the unsigned fix's 13 expected failures
+    assert summary.counts([reverted]) == summary.Counts(total=48, passed=35, failed=0,
+                                                        errors=0, xfail=13)
     assert summary.counts(trixie["cells"]) == summary.Counts(
-        total=144, passed=60, failed=3, errors=48, xfail=33)
+        total=144, passed=93, failed=3, errors=48, xfail=0)
 
 
 def test_summary_puts_unexpected_and_error_first(trixie):
@@ -221,9 +222,9 @@ def test_summary_puts_unexpected_and_error_first(trixie):
         < text.index("## Cells") < text.index("## Summary")
     attention = text[text.index("## Unexpected"):text.index("## Cells")]
     assert attention.index("backported: UNEXPECTED") < attention.index("reverted: ERROR")
-    assert "unsigned_events_present: expected ok, observed not ok" in attention
+    assert "unsigned.events_present: expected ok, observed not ok" in attention
     assert "Kernel panic - not syncing" in attention
-    assert "* total: 144, pass: 60, fail: 3, error: 48, xfail: 33" in text
+    assert "* total: 144, pass: 93, fail: 3, error: 48, xfail: 0" in text
     assert "trixie-6.12  6.12.117-1  3/3 variants" in text
     assert "exit 2 (the run itself broke)" in text.splitlines()[0]
 

@@ -212,30 +212,22 @@ def fix_grid(cells):
 
 
 def checks_table(cell):
-    """Facts as rows, load modes as columns: signed / unsigned / forced."""
-    modes, facts, by_name = [], [], {}
+    """One row a test, grouped by KTAP subtest (load mode); host checks first."""
+    groups: dict[str, list] = {}
     for check in cell["checks"]:
-        mode, _, fact = check["name"].partition("_")
-        modes += [mode] if mode not in modes else []
-        facts += [fact] if fact not in facts else []
-        by_name[(mode, fact)] = check
-    head = "".join(f"<th>{esc(m)}</th>" for m in modes)
+        subtest, dot, test = check["name"].partition(".")
+        groups.setdefault(subtest if dot else "host", []).append((test if dot else subtest,
+                                                                  check))
     rows = []
-    for fact in facts:
-        tds = []
-        for mode in modes:
-            check = by_name.get((mode, fact))
-            if check is None:
-                tds.append("<td></td>")
-                continue
+    for subtest, checks in groups.items():
+        rows.append(f'<tr><th colspan="3" scope="rowgroup">{esc(subtest)}</th></tr>')
+        for test, check in checks:
             status = kcidb.check_status(cell, check).value
-            expected = ("" if check["matches"]
-                        else f" <small>expected {esc(check['expected'])}</small>")
-            tds.append(f'<td class="{status}" title="{esc(check["name"])}: {status}">'
-                       f'{esc(check["observed"])}{expected}</td>')
-        rows.append(f"<tr><th>{esc(fact)}</th>{''.join(tds)}</tr>")
-    return (f'<table class="checks"><thead><tr><th>check</th>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table>')
+            rows.append(f'<tr><td>{esc(test)}</td>'
+                        f'<td class="{status}" title="{esc(check["name"])}: {status}">'
+                        f'{esc(check["observed"])}</td><td>{esc(check["expected"])}</td></tr>')
+    return ('<table class="checks"><thead><tr><th>test</th><th>observed</th>'
+            f'<th>expected</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
 def mismatches(cell):

@@ -69,12 +69,12 @@ def evidence(cell, check):
 
     The agent prints one block of diagnostics before a group of results (the
     kernel log before the three log_* results, for example), so a check with
-    none of its own shares the block of the check before it in its mode.
+    none of its own shares the block of the check before it in its subtest.
     """
-    mode = check["name"].partition("_")[0]
+    mode = check["name"].partition(".")[0]
     shown = []
     for other in cell["checks"]:
-        if other["name"].partition("_")[0] != mode:
+        if other["name"].partition(".")[0] != mode:
             continue
         shown = other["diagnostics"] or shown
         if other is check:
@@ -83,9 +83,8 @@ def evidence(cell, check):
 
 
 def check_path(name):
-    """unsigned_events_present -> taintport.unsigned.events_present"""
-    mode, _, fact = name.partition("_")
-    return f"{ORIGIN}.{mode}.{fact}" if fact else f"{ORIGIN}.{name}"
+    """unsigned.events_present -> taintport.unsigned.events_present"""
+    return f"{ORIGIN}.{name}"
 
 
 def patchset_hash(digests):

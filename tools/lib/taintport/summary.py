@@ -1,9 +1,9 @@
 """summary.md: an LKFT-style plain-text report, ready to paste into a mail.
 
 Build summary first, then the cells that need a human (unexpected, error),
-then every cell, then the totals as LKFT counts them. A check whose KTAP
-result is "not ok" and was expected to be (the reverted variant's bug,
-reproduced) is an xfail, not a pass.
+then every cell, then the totals as LKFT counts them. A test whose KTAP
+result is "not ok" and is an expected failure (a bug the negative control
+reproduced, or a known bug of the tree as shipped) is an xfail, not a pass.
 """
 import io
 from typing import NamedTuple

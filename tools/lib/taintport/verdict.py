@@ -1,10 +1,13 @@
 """Verdict stage: observed KTAP results against test-matrix/expectations.toml.
 
-A cell is "as-expected" when every check matches its expectation ("known-bug" when,
-on top of that, the tree as shipped lacks a fix of the family),
-"unexpected" when the run was sound but a check differs (the kernel is not
-what we thought: KCIDB's FAIL), and "error" when the run broke or the output
-cannot be trusted (KCIDB's ERROR/MISS).
+Every test asserts the behaviour of a kernel with every fix of the family,
+so a cell expects each test to pass except the expected failures (xfail) of
+the fixes its tree lacks. A cell is "as-expected" when the failures are
+exactly that set ("known-bug" when, on top of that, the tree as shipped lacks
+a fix of the family), "unexpected" when the run was sound but a test's result
+differs (the kernel is not what we thought: KCIDB's FAIL), and "error" when
+the run broke or the output cannot be trusted (KCIDB's ERROR/MISS), which
+includes a test the agent could not observe (# SKIP).
 """
 import enum
 import tomllib
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from . import REPO, fixes
 from .errors import InputError
+from .ktap import Parsed
 
 EXPECTATIONS = REPO / "test-matrix" / "expectations.toml"
 
@@ -57,50 +61,70 @@ class Variant:
 
 @dataclass(frozen=True)
 class Expectations:
-    variants: dict        # name -> Variant
-    tables: dict          # fix -> {"fix": {check: bool}, "bug": {check: bool}}
+    variants: dict[str, Variant]
+    tests: tuple[str, ...]            # "<subtest>.<test>", in the agent's order
+    xfail: dict[str, frozenset[str]]  # fix -> the tests a tree without it fails
 
-    def variant(self, name):
+    def variant(self, name: str) -> Variant:
         if name not in self.variants:
             raise InputError(f"no expectations for variant '{name}'; "
                              f"valid: {', '.join(self.variants)}")
         return self.variants[name]
 
-    def states(self, variant, ships):
+    def states(self, variant: str, ships) -> dict[str, "FixState"]:
         """{fix: FixState} of a variant's tree, given what the version ships."""
         v = self.variant(variant)
-        return {fix: v.fix_state(fix in ships) for fix in self.tables}
+        return {fix: v.fix_state(fix in ships) for fix in self.xfail}
 
-    def known_bug(self, variant, states):
+    def known_bug(self, variant: str, states: dict[str, "FixState"]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
         v = self.variant(variant)
         return v.base == "shipped" and not v.layer and \
             any(state is FixState.MISSING for state in states.values())
 
-    def expected(self, states):
-        """{check: bool} for a tree whose fixes are in these states."""
-        out = {}
+    def failures(self, states: dict[str, "FixState"]) -> frozenset[str]:
+        """The tests a tree whose fixes are in these states fails."""
+        out: frozenset[str] = frozenset()
         for fix, state in states.items():
-            out.update(self.tables[fix]["fix" if state.fixed else "bug"])
+            if not state.fixed:
+                out |= self.xfail[fix]
         return out
+
+    def expected(self, states: dict[str, "FixState"]) -> dict[str, bool]:
+        """{test: passes} for a tree whose fixes are in these states."""
+        failing = self.failures(states)
+        return {test: test not in failing for test in self.tests}
+
+    def owner(self, test: str) -> str:
+        """The fix whose absence fails test, or "" for a test every tree passes."""
+        return next((fix for fix, tests in self.xfail.items() if test in tests), "")
 
 
 @dataclass(frozen=True)
 class Check:
-    name: str
-    expected: bool
-    observed: bool | None  # None: never reported
+    name: str              # "<subtest>.<test>", or a host check's name
+    expected: bool         # True: the test passes (ok)
+    observed: bool | None  # None: never reported, or skipped
     diagnostics: tuple = ()
+    directive: str = ""    # "SKIP" when the agent could not observe it
 
     @property
     def matches(self):
         return self.observed is not None and self.observed == self.expected
 
+    @property
+    def subtest(self):
+        """The load mode (KTAP subtest) a guest test belongs to; "" for a host check."""
+        return self.name.partition(".")[0] if "." in self.name else ""
+
     def as_dict(self):
         word = {True: "ok", False: "not ok", None: "missing"}
-        return {"name": self.name, "expected": word[self.expected],
-                "observed": word[self.observed], "matches": self.matches,
-                "diagnostics": list(self.diagnostics)}
+        out = {"name": self.name, "expected": word[self.expected],
+               "observed": word[self.observed], "matches": self.matches,
+               "diagnostics": list(self.diagnostics)}
+        if self.directive:
+            out["directive"] = self.directive
+        return out
 
 
 @dataclass
@@ -114,10 +138,19 @@ class Judgement:
         return [c for c in self.checks if not c.matches]
 
 
-def load(path=EXPECTATIONS, fix_names=None):
-    """test-matrix/expectations.toml, checked: every fix of the family has a
-    [<fix>.fix] and a [<fix>.bug] table over the same checks, no check
-    belongs to two fixes, every variant says how its tree is made."""
+def _names(path, where, value):
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise InputError(f"{path}: {where} must be a list of test names")
+    dup = sorted({v for v in value if value.count(v) > 1})
+    if dup:
+        raise InputError(f"{path}: {where} names {', '.join(dup)} twice")
+    return value
+
+
+def load(path=EXPECTATIONS, fix_names=None) -> Expectations:
+    """test-matrix/expectations.toml, checked: every variant says how its tree
+    is made, [tests] lists each subtest's tests, every fix of the family has
+    an xfail list of tests that [tests] has, and nothing else is there."""
     if fix_names is None:
         fix_names = fixes.NAMES
     try:
@@ -136,57 +169,70 @@ def load(path=EXPECTATIONS, fix_names=None):
         for other in (v.sources_match, v.reuses):
             if other and other not in variants:
                 raise InputError(f"{path}: [variants] {v.name} names unknown variant '{other}'")
+    subtests = data.pop("tests", None)
+    if not isinstance(subtests, dict) or not subtests:
+        raise InputError(f"{path}: [tests] missing: each subtest's list of tests")
+    tests = tuple(f"{sub}.{test}" for sub, names in subtests.items()
+                  for test in _names(path, f"[tests] {sub}", names))
     unknown = sorted(set(data) - set(fix_names))
     if unknown:
         raise InputError(f"{path}: tables for unknown fix(es) {', '.join(unknown)}; "
                          f"the family is {', '.join(fix_names)}")
-    tables, owner = {}, {}
+    xfail = {}
     for fix in fix_names:
-        both = data.get(fix, {})
-        for side in ("fix", "bug"):
-            if not isinstance(both.get(side), dict):
-                raise InputError(f"{path}: [{fix}.{side}] missing")
-            bad = [k for k, v in both[side].items() if not isinstance(v, bool)]
-            if bad:
-                raise InputError(f"{path}: [{fix}.{side}] {', '.join(bad)} must be true or false")
-        if set(both["fix"]) != set(both["bug"]):
-            odd = sorted(set(both["fix"]) ^ set(both["bug"]))
-            raise InputError(f"{path}: [{fix}.fix] and [{fix}.bug] differ in checks: "
-                             f"{', '.join(odd)}")
-        for check in both["fix"]:
-            if check in owner:
-                raise InputError(f"{path}: check {check} belongs to both {owner[check]} "
-                                 f"and {fix}")
-            owner[check] = fix
-        tables[fix] = {"fix": dict(both["fix"]), "bug": dict(both["bug"])}
-    return Expectations(variants, tables)
+        table = data.get(fix)
+        if not isinstance(table, dict) or "xfail" not in table:
+            raise InputError(f"{path}: [{fix}] xfail missing: the tests a tree without "
+                             "the fix fails")
+        extra = sorted(set(table) - {"xfail"})
+        if extra:
+            raise InputError(f"{path}: [{fix}] has unknown key(s) {', '.join(extra)}")
+        names = _names(path, f"[{fix}] xfail", table["xfail"])
+        strange = [n for n in names if n not in tests]
+        if strange:
+            raise InputError(f"{path}: [{fix}] xfail names test(s) that [tests] does not "
+                             f"have: {', '.join(strange)}")
+        if not names:
+            raise InputError(f"{path}: [{fix}] xfail is empty: the test would not "
+                             "catch that fix's bug")
+        xfail[fix] = frozenset(names)
+    return Expectations(variants, tests, xfail)
 
 
-def judge(parsed, expected, known_bug=False):
-    """Compare; a broken run or an incomplete set of checks is an error.
-    known_bug: the tree as shipped lacks a fix, so as-expected is known-bug."""
+def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False) -> "Judgement":
+    """Compare; a broken run, an incomplete set of tests or a test the agent
+    could not observe is an error. known_bug: the tree as shipped lacks a
+    fix, so as-expected is known-bug."""
     checks = []
     errors = list(parsed.errors)
     for name, want in expected.items():
         result = parsed.results.get(name)
         # a SKIP means the agent could not observe the fact: no observation at all
-        skipped = result is not None and result.directive == "SKIP"
-        if skipped:
-            errors.append(f"check {name} skipped by the agent")
+        skipped = result is not None and result.skipped
         checks.append(Check(name=name, expected=want,
                             observed=None if result is None or skipped else result.ok,
-                            diagnostics=tuple(result.diagnostics) if result else ()))
+                            diagnostics=tuple(result.diagnostics) if result else (),
+                            directive=result.directive if result else ""))
     if not parsed.broken:
-        missing = [c.name for c in checks if c.observed is None]
+        missing = [c.name for c in checks if c.observed is None and not c.directive]
         if missing:
-            errors.append(f"checks not reported by the agent: {', '.join(missing)}")
+            errors.append(f"tests not reported by the agent: {', '.join(missing)}")
         unknown = sorted(set(parsed.results) - set(expected))
         if unknown:
-            errors.append(f"checks with no expectation: {', '.join(unknown)}")
+            errors.append(f"tests with no expectation: {', '.join(unknown)}")
     if errors:
         return Judgement(Status.ERROR, checks, errors)
-    if not all(c.matches for c in checks):
+    # a test that went the other way is a finding about the kernel, even
+    # when others could not be observed because of it (a module that did
+    # not load has no taint to look at)
+    if any(c.observed is not None and not c.matches for c in checks):
         return Judgement(Status.UNEXPECTED, checks, [])
+    skipped = [c for c in checks if c.directive == "SKIP"]
+    if skipped:
+        reasons = {c.name: parsed.results[c.name].reason for c in skipped}
+        return Judgement(Status.ERROR, checks, [
+            "tests the agent could not observe: " +
+            ", ".join(f"{n} ({why})" if why else n for n, why in reasons.items())])
     return Judgement(Status.KNOWN_BUG if known_bug else Status.AS_EXPECTED, checks, [])
 
 

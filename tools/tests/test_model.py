@@ -1,0 +1,42 @@
+"""test-matrix/expectations.toml against an independent model of the kernel's
+rules (kernel_model.py), not against what a boot printed."""
+import itertools
+
+import kernel_model
+from taintport import fixes, verdict
+
+
+def test_a_kernel_with_every_fix_passes_every_test():
+    exp = verdict.load()
+    got = kernel_model.results(fixes.NAMES, exp.tests)
+    assert [t for t, ok in got.items() if not ok] == []
+
+
+def test_each_fixs_expected_failures_are_what_the_model_says_its_absence_fails():
+    exp = verdict.load()
+    for fix in fixes.NAMES:
+        got = kernel_model.results(set(fixes.NAMES) - {fix}, exp.tests)
+        assert {t for t, ok in got.items() if not ok} == exp.xfail[fix], fix
+
+
+def test_every_combination_of_missing_fixes_fails_the_union_of_their_lists():
+    """What the verdict assumes when a tree lacks several fixes (reverted)."""
+    exp = verdict.load()
+    for n in range(len(fixes.NAMES) + 1):
+        for missing in itertools.combinations(fixes.NAMES, n):
+            got = kernel_model.results(set(fixes.NAMES) - set(missing), exp.tests)
+            states = {f: verdict.FixState.MISSING if f in missing else verdict.FixState.PRESENT
+                      for f in fixes.NAMES}
+            assert {t for t, ok in got.items() if not ok} == exp.failures(states), missing
+
+
+def test_the_model_can_tell_the_bugs_apart():
+    """A model that passed everything would make the tests above vacuous."""
+    before_3_15 = kernel_model.boot(set())
+    assert before_3_15["unsigned"].module_taint == {"O", "F"}
+    assert not before_3_15["unsigned"].events
+    assert "bad vermagic" not in before_3_15["forced"].log
+    debian_6_1 = kernel_model.boot({"unsigned"})
+    assert debian_6_1["livepatch"].module_taint == {"O", "K"}
+    assert not debian_6_1["livepatch"].events
+    assert debian_6_1["enforced_unsigned"].errno == "EKEYREJECTED"
