@@ -73,3 +73,16 @@ def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     assert "kernel/tracepoint.c: expected the file" in proc.stderr
     assert "file not found" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_bench_keeps_the_hand_written_part_of_benchmarks_md(tmp_path):
+    from taintport import bench
+    path = tmp_path / "benchmarks.md"
+    bench.write("# Benchmarks\n\nold table\n", path)
+    text = path.read_text()
+    assert text.startswith("# Benchmarks\n\nold table\n\n" + bench.KEPT)
+    path.write_text(text + "\n## A cost measured by hand\n\n42 s\n")
+    bench.write("# Benchmarks\n\nnew table\n", path)
+    text = path.read_text()
+    assert "old table" not in text and "new table" in text
+    assert text.endswith(bench.KEPT + "\n\n## A cost measured by hand\n\n42 s\n")

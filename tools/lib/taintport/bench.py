@@ -240,5 +240,17 @@ FUNCTION_TRACER, DYNAMIC_FTRACE, KALLSYMS_ALL, UNWINDER_ORC) on every kernel.
     return text
 
 
-def write(text):
-    write_atomic(REPO / "docs" / "benchmarks.md", text)
+BENCHMARKS = REPO / "docs" / "benchmarks.md"
+# Measurements that are not a `make bench` run (a cost measured by hand, a
+# reason for a choice) go below this line; a new run keeps them.
+KEPT = "<!-- Below this line: written by hand, kept by make bench. -->"
+
+
+def write(text, path=BENCHMARKS):
+    """The run's tables, then whatever the file held below KEPT."""
+    try:
+        old = path.read_text()
+    except FileNotFoundError:
+        old = ""
+    kept = old[old.index(KEPT):] if KEPT in old else KEPT + "\n"
+    write_atomic(path, text.rstrip("\n") + "\n\n" + kept)
