@@ -92,3 +92,39 @@ def test_missing_patch_file_is_named(tmp_path):
 def test_repository_series_load():
     s = series.load("bookworm-6.1")
     assert s.for_variant("reverted")
+
+
+def test_full_group_is_a_state_no_variant_builds_and_a_switch_leaves_its_files_alone(tmp_path):
+    """reverted-full/ loads and pushes like any group, but no variant applies it:
+    a switch between the matrix's variants gives its file (panic.h in the real
+    trees, which nearly every object includes) no fresh mtime."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "f.c").write_text(ORIGINAL)
+    (tree / "h.h").write_text(ORIGINAL)
+    qdir = tmp_path / "quilt" / "v"
+    reverted = ORIGINAL.replace("int c;", "int c_reverted;")
+    patch(qdir / "reverted" / "0001.patch", ORIGINAL, reverted)
+    patch(qdir / "backported" / "0001.patch", reverted, ORIGINAL)
+    patch(qdir / series.FULL / "0001.patch", ORIGINAL, ORIGINAL.replace("int a;\n", ""),
+          name="h.h")
+    (qdir / "series").write_text("reverted/0001.patch\nbackported/0001.patch\n"
+                                 f"{series.FULL}/0001.patch\n")
+    s = series.load("v", tmp_path / "quilt")
+    log = tmp_path / "log"
+    assert s.for_variant(series.FULL) == (f"{series.FULL}/0001.patch",)
+    assert not any(p.startswith(series.FULL) for v in series.VARIANTS for p in s.for_variant(v))
+    assert series.FULL not in series.VARIANTS
+    with pytest.raises(InputError):
+        series.check_variant(series.FULL)  # what the matrix and the CLI accept
+    old = 1_000_000_000
+    os.utime(tree / "h.h", (old, old))
+    assert series.switch(tree, s, "reverted", log) == {"f.c"}
+    series.switch(tree, s, "backported", log)
+    assert os.stat(tree / "h.h").st_mtime == old
+    assert "h.h" not in series.sources(tree, s, "backported")
+    series.switch(tree, s, series.FULL, log)
+    assert "int a;" not in (tree / "h.h").read_text()
+    # back from the full state, its file changed back: that one is touched
+    assert "h.h" in series.switch(tree, s, "upstream", log)
+    assert (tree / "h.h").read_text() == ORIGINAL

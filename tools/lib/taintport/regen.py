@@ -9,19 +9,34 @@ make check) fails when a committed patch differs from a fresh generation,
 when the layer disagrees with the descriptor about which fixes the tree
 ships, when the negative control leaves a fix in place, or when reverted +
 layer is not byte-identical to the tree as shipped + layer.
+
+Both also run the whole layer on the full pre-fix state (the reverted-full
+group: every fix the tree ships removed in every piece, never built) and
+fail, naming the file, unless it gives the tree as shipped back byte for
+byte in every file the layer or that group touches.
 """
 import re
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import dep3, fixes, layer, series, versions
 from .errors import InputError
+from .process import require, run
 
 # the generated groups, and the variant each is generated on
 GENERATED_ON = {"backported": "reverted", "patched": "upstream"}
 GENERATED = re.compile(r"^(backported|patched)/\d{4}-(?:%s)\.patch$"
                        % "|".join(re.escape(f.patch_name) for f in fixes.FIXES))
+
+
+@dataclass(frozen=True)
+class FullState:
+    """The whole layer on the full pre-fix state of a tree."""
+    summary: str                # the layer's verdict there: every shipped fix carried
+    seconds: float              # the layer's time (spatch and re-layout)
+    compared: tuple[str, ...]   # the files found byte-identical to the tree as shipped
 
 
 @dataclass(frozen=True)
@@ -31,6 +46,7 @@ class Regenerated:
     changed: bool
     seconds: float
     upstream: str  # the layer's verdict on the tree as shipped
+    full: FullState | None = None
 
 
 def patch_names(group, layer_patch):
@@ -81,8 +97,9 @@ def regen(tree, version, quilt_dir, log, check=False, letter="E"):
         _list(directory / "series", old_generated, list(wanted))
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
+    full = from_full_state(tree, quilt_series, version, log, letter)
     return Regenerated(version.name, tuple(directory / n for n in wanted), changed, seconds,
-                       on_upstream.summary)
+                       on_upstream.summary, full)
 
 
 def _list(series_file, old, new):
@@ -114,3 +131,52 @@ def identical_to_patched(tree, quilt_series, version_name, log):
     if differ:
         raise InputError(f"{version_name}: reverted + layer is not byte-identical to the "
                          f"tree as shipped + layer in {', '.join(differ)}")
+
+
+def from_full_state(tree, quilt_series, version, log, letter="E"):
+    """The layer carries every fix the tree ships onto the full pre-fix state
+    (series.FULL) and must give the tree as shipped back, byte for byte, in
+    every file it or that group touches. Works on upstream's copies in a
+    scratch folder, so the tree is neither switched nor given new mtimes."""
+    require("patch", "patch")
+    full = quilt_series.for_variant(series.FULL)
+    if not full:
+        if version.ships:
+            raise InputError(f"{quilt_series.directory}: no {series.FULL}/ patches: a "
+                             f"version that ships {', '.join(version.ships)} needs the "
+                             "full pre-fix state the whole layer is checked on")
+        return FullState("nothing shipped", 0.0, ())
+    tree = Path(tree)
+    removed = series.touched_files(quilt_series.directory / p for p in full)
+    pieces = {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
+    with tempfile.TemporaryDirectory(prefix="taintport-full-") as scratch:
+        scratch = Path(scratch)
+        shipped = {}
+        for rel in sorted(removed | pieces):
+            if (tree / rel).is_file():
+                shipped[rel] = series.upstream_copy(tree, rel)
+                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+                (scratch / rel).write_bytes(shipped[rel])
+        series.switch(scratch, quilt_series, series.FULL, log)
+        start = time.monotonic()
+        on_full = layer.generate(scratch, letter, fixes=version.ships)
+        seconds = time.monotonic() - start
+        kept = [fp.fix.name for fp in on_full.patches if fp.state != "carried"]
+        if kept:
+            raise InputError(f"{version.name}: the layer finds nothing to do for "
+                             f"{', '.join(kept)} on the full pre-fix state "
+                             f"({series.FULL}/): it does not remove that fix")
+        diff = scratch / series.STATE / "layer.diff"
+        diff.write_text(on_full.diff)
+        proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i",
+                    str(diff)], stage="apply", cwd=scratch, check=False)
+        if proc.returncode != 0:
+            raise InputError(f"{version.name}: the layer's own diff does not apply to the "
+                             f"full pre-fix state: {proc.stdout}{proc.stderr}".rstrip())
+        compared = sorted(removed | series.touched_files([diff]))
+        differ = [rel for rel in compared if (scratch / rel).read_bytes() != shipped[rel]]
+        if differ:
+            raise InputError(f"{version.name}: the layer on the full pre-fix state "
+                             f"({series.FULL}/) is not byte-identical to the tree as "
+                             f"shipped in {', '.join(differ)}")
+    return FullState(on_full.summary, seconds, tuple(compared))

@@ -8,8 +8,14 @@ quilt/<version>/series lists patches in groups, one folder per group:
   patched/...     the layer on the tree as shipped: generated, what a
                   distribution puts in debian/patches (empty where the tree
                   ships every fix)
+  reverted-full/...  every fix the tree ships removed in every piece (the
+                  full pre-fix state), written by hand; never built or
+                  booted: `taintport regen` runs the whole layer on it and
+                  wants the tree as shipped back, byte for byte
 `upstream` applies nothing, `reverted` the reverted group, `backported`
-reverted and backported, `patched` the patched group alone.
+reverted and backported, `patched` the patched group alone. The matrix
+builds those four (VARIANTS); `reverted-full` is a state of the tree that
+only regen puts a scratch copy in.
 
 Switching variant pops everything (restoring quilt's backups) and pushes the
 new prefix. A push that fails is popped again, so the tree is never left
@@ -32,9 +38,12 @@ from .process import appending, require, run
 
 QUILT_DIR = REPO / "quilt"
 VARIANTS = ("upstream", "reverted", "backported", "patched")
+FULL = "reverted-full"
 GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported"),
-          "patched": ("patched",)}
-GROUP_ORDER = ("reverted", "backported", "patched")
+          "patched": ("patched",), FULL: (FULL,)}
+GROUP_ORDER = ("reverted", "backported", "patched", FULL)
+# what the matrix's variants apply: the only groups a switch between them changes
+BUILT_GROUPS = frozenset(g for v in VARIANTS for g in GROUPS[v])
 STATE = ".taintport"
 
 
@@ -44,8 +53,14 @@ class Series:
     patches: tuple  # "group/name.patch", in series order
 
     def for_variant(self, variant):
-        check_variant(variant)
+        """The patches of a variant, or of the FULL state, in series order."""
+        if variant != FULL:
+            check_variant(variant)
         return tuple(p for p in self.patches if p.split("/", 1)[0] in GROUPS[variant])
+
+    def built(self):
+        """The patches some variant applies: the FULL group is never built."""
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in BUILT_GROUPS)
 
 
 def check_variant(variant):
@@ -178,7 +193,9 @@ def switch(tree, series, variant, log):
                              + (f"\n{hunks}" if hunks else ""))
     (state / "variant").write_text(f"{variant}\n")
 
-    touched = stale | touched_files(series.directory / p for p in series.patches)
+    # not the FULL group's files (panic.h, kernel.h): no variant changes them, and
+    # a fresh mtime there would make the next build of every variant nearly cold
+    touched = stale | touched_files(series.directory / p for p in {*series.built(), *wanted})
     now = time.time()
     for name in touched:
         if (tree / name).exists():
@@ -206,7 +223,8 @@ def differs_from_upstream(tree, paths):
 
 
 def sources(tree, series, variant):
-    """{path: bytes} of the C files the series touches, as variant has them.
+    """{path: bytes} of the C files the built variants' patches touch, as
+    variant has them.
 
     Made from upstream's copies and the variant's patches in a scratch
     folder with patch(1) --fuzz=0, so the tree itself is not switched:
@@ -214,7 +232,7 @@ def sources(tree, series, variant):
     """
     require("patch", "patch")
     tree = Path(tree)
-    touched = sorted(p for p in touched_files(series.directory / n for n in series.patches)
+    touched = sorted(p for p in touched_files(series.directory / n for n in series.built())
                      if p.endswith((".c", ".h")))
     with tempfile.TemporaryDirectory(prefix="taintport-sources-") as scratch:
         scratch = Path(scratch)
