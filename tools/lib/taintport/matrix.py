@@ -167,7 +167,8 @@ class Runner:
             self.expectations.variant(variant)
         ordered = [v for v in series.VARIANTS if v in variants]
         self.order = [(v.name, var) for v in versions for var in ordered]
-        self.progress = Progress(len(self.order))
+        self.progress = Progress(len(self.order),
+                                 costs_path=self.cache.root / "stage-costs.json")
         self.fetched = {v.name: threading.Event() for v in versions}
         # Longest first, so that the last kernel left building alone (one
         # core idle in its serial phases) is a short one. The report keeps
