@@ -241,3 +241,22 @@ def test_cli_annotate_reads_a_results_folder(taintport):
     assert proc.stdout.count("::error ") == 2
     proc = taintport("ci", "--annotate", RESULTS / "no-such-run")
     assert proc.returncode == 2 and "taintport: error:" in proc.stderr
+
+
+def test_a_local_pipeline_exits_as_its_merged_cells(tmp_path):
+    def project(run):
+        (tmp_path / run / "results").mkdir(parents=True)
+        if run != "none":
+            shutil.copytree(RESULTS / run, tmp_path / run / "results" / "merged")
+        return tmp_path / run
+    assert ci.merged_exit(project("bookworm-6.1"), 0) == 0
+    assert ci.merged_exit(project("trixie-6.12"), 1) == 2, "an error cell: broken"
+    assert ci.merged_exit(project("none"), 1) == 2, "no report: broken"
+    assert ci.merged_exit(tmp_path / "bookworm-6.1", 1) == 2, \
+        "a failed pipeline whose cells are fine broke somewhere else"
+
+
+def test_report_merge_exits_as_its_cells(taintport, tmp_path):
+    proc = taintport("report", "merge", RESULTS / "bookworm-6.1", "--out", tmp_path / "m")
+    assert proc.returncode == 0
+    assert (tmp_path / "m" / "junit.xml").exists()

@@ -11,12 +11,13 @@ pinned in ci/tools/package.json and installed by `tools/install-deps
 --ci-tools` into <cache>/ci-tools.
 """
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 import yaml
 
-from . import REPO, versions
+from . import REPO, report, results, versions
 from .cache import Cache
 from .errors import InputError, TaintportError
 from .verdict import Status
@@ -259,10 +260,13 @@ def run_gitlab(project=REPO, variables=None, log=None, cache=None, timeout=1800)
     so the report job sees the kernel jobs' results only as artifacts, as
     on a real runner.
     """
-    variables = dict(variables or {})
+    # the jobs share this cache (the warm one) unless told otherwise: the
+    # pipeline's own default lies inside each job's copy of the project
+    variables = {"TAINTPORT_CACHE": str((cache or Cache()).root), **(variables or {})}
     check_variables(variables)
     cmd = [str(tool("gitlab-ci-local", cache)), "--file", GITLAB,
-           "--force-shell-executor", "--shell-isolation", "--no-color"]
+           "--force-shell-executor", "--shell-isolation", "--artifacts-to-source",
+           "--no-color"]
     for key, value in sorted(variables.items()):
         cmd += ["--variable", f"{key}={value}"]
     if log is None:  # a person running it reads the pipeline's own output
@@ -270,3 +274,24 @@ def run_gitlab(project=REPO, variables=None, log=None, cache=None, timeout=1800)
     with open(log, "w") as out:
         return subprocess.run(cmd, cwd=project, stdout=out, stderr=subprocess.STDOUT,
                               timeout=timeout).returncode
+
+
+def merged_exit(project, gitlab_code):
+    """taintport's exit code for a pipeline run here: its merged cells decide
+    (0, 1 a kernel regression, 2 broken), as the report job's exit did; a
+    pipeline that failed with no merged report, or failed with every cell
+    as expected, broke."""
+    try:
+        doc = results.load_matrix(Path(project) / "results" / "merged")
+    except TaintportError:
+        return BROKEN
+    code = report.exit_code(doc["cells"])
+    return code if code or gitlab_code == 0 else BROKEN
+
+
+def run_here(names, project=REPO):
+    """make ci-local: the pipeline for these kernels in this repository,
+    its jobs' results copied back to results/ as artifacts."""
+    shutil.rmtree(Path(project) / "results" / "merged", ignore_errors=True)
+    code = run_gitlab(project, variables={SELECT: " ".join(names)})
+    return merged_exit(project, code)

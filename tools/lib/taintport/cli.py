@@ -420,8 +420,7 @@ def cmd_ci(args, cache):
         print("\n".join(ci.annotations(render.load(args.annotate))))
         return 0
     if args.local:
-        chosen = versions.select(names(args.versions))
-        return ci.run_gitlab(variables={ci.SELECT: " ".join(v.name for v in chosen)})
+        return ci.run_here([v.name for v in versions.select(names(args.versions))])
     if args.check:
         stale = ci.check_drift()
         for path in stale:
