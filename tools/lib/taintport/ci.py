@@ -155,10 +155,18 @@ def gitlab(names):
     return pipeline
 
 
+class Dumper(yaml.SafeDumper):
+    """Multi-line values (actions/cache's paths) as literal blocks, as people write them."""
+
+
+Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
 def dump(pipeline):
     # no line folding: a long `run:` command stays on one line
-    return HEADER + yaml.safe_dump(pipeline, sort_keys=False, default_flow_style=False,
-                                   width=1 << 16)
+    return HEADER + yaml.dump(pipeline, Dumper=Dumper, sort_keys=False,
+                              default_flow_style=False, width=1 << 16)
 
 
 def render(kernels):
