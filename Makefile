@@ -8,25 +8,31 @@ TAINTPORT := $(PYTHON) tools/taintport
 PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
-.PHONY: deps matrix check unit agent-check e2e report ci ci-check bench regen point-releases
+.PHONY: deps ci-tools matrix check unit agent-check e2e report ci ci-check ci-local bench regen \
+	point-releases
 
 deps:
 	@sh tools/install-deps
+
+# The CI tools the tests run the pipelines under ci/ with (npm packages pinned
+# in ci/tools/, installed into the taintport cache); only the tests need them.
+ci-tools:
+	@sh tools/install-deps --ci-tools
 
 matrix: deps
 	$(TAINTPORT) matrix $(MATRIX_ARGS)
 
 # Everything but the boots: seconds.
-unit: deps
+unit: deps ci-tools
 	$(PYTEST) -q -m "not e2e" tools/tests
 
 agent-check: deps
 	$(MAKE) -C test-matrix/agent check OUT=$(AGENT_TEST_OUT)
 
-e2e: deps
+e2e: deps ci-tools
 	$(PYTEST) -q -m e2e tools/tests
 
-check: deps agent-check ci-check
+check: deps ci-tools agent-check ci-check
 	$(PYTEST) -v tools/tests
 
 # Reports again from a results folder's matrix.json: make report DIR=results/<run>
@@ -39,6 +45,11 @@ ci:
 
 ci-check:
 	$(TAINTPORT) ci --check
+
+# The GitLab pipeline run here by gitlab-ci-local, on your cache:
+# make ci-local VERSIONS=bookworm-6.1 (default: every kernel)
+ci-local: deps ci-tools
+	$(TAINTPORT) ci --local $(if $(VERSIONS),--versions $(VERSIONS))
 
 # One measured run (about 40 minutes on 2 cores): writes docs/benchmarks.md.
 bench: deps

@@ -24,7 +24,9 @@ def default_root():
 
 class Cache:
     def __init__(self, root=None):
-        self.root = Path(root) if root else default_root()
+        # absolute: builds run make with -C and O= (a CI job names the cache
+        # relative to its workspace, TAINTPORT_CACHE=.cache/taintport)
+        self.root = (Path(root) if root else default_root()).absolute()
 
     def apt(self):
         return self.root / "apt"

@@ -155,6 +155,13 @@ def parser():
     p = sub.add_parser("ci", help="generate the CI pipelines under ci/ from versions/")
     p.add_argument("--check", action="store_true",
                    help="write nothing; list the ci/ files that drifted (exit 1 if any)")
+    p.add_argument("--annotate", type=Path, metavar="DIR",
+                   help="print GitHub workflow annotations for DIR's regressions, broken "
+                        "cells and known bugs (the generated workflow runs this)")
+    p.add_argument("--local", action="store_true",
+                   help="run ci/gitlab/ here with gitlab-ci-local (install it with "
+                        "'sh tools/install-deps --ci-tools'); --versions narrows it")
+    p.add_argument("--versions", nargs="+", help="with --local: names from versions/")
     return top
 
 
@@ -401,7 +408,7 @@ def cmd_report(args, cache):
         doc = compare.merge(rest)
         compare.copy_logs(rest, args.out)
         publish(args.out, doc, args.quilt_dir)
-        return 0
+        return report.exit_code(doc["cells"])  # a CI report job fails as its cells do
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR")
     publish(verb, render.load(verb), args.quilt_dir)
@@ -409,6 +416,11 @@ def cmd_report(args, cache):
 
 
 def cmd_ci(args, cache):
+    if args.annotate:
+        print("\n".join(ci.annotations(render.load(args.annotate))))
+        return 0
+    if args.local:
+        return ci.run_here([v.name for v in versions.select(names(args.versions))])
     if args.check:
         stale = ci.check_drift()
         for path in stale:

@@ -32,6 +32,7 @@ from .cache import write_atomic
 from .errors import TaintportError
 from .process import STOPPING, stop_all
 from .progress import Progress
+from . import provoke  # test-only switch, kept apart from the pipeline's stages
 
 DEFAULT_TIMEOUT = 180
 CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
@@ -120,6 +121,7 @@ class Runner:
         self.reuse_builds = reuse_builds  # byte-identical variants share a build and boot
         self.resume = resume
         self.fault = fault  # taintport.fault for the agent: only to test the harness
+        self.provoked = provoke.from_environment()  # test-only, see provoke.py
         self.expectations = verdict.load()
         self.tools = tool_versions()
         self.accel = None  # boot.Accel, decided by the first probe
@@ -138,6 +140,7 @@ class Runner:
 
     # -- results -----------------------------------------------------------
     def publish(self, cell):
+        cell = provoke.apply(self.provoked, cell)  # the caller stores its own, unprovoked
         with self.publish_lock:
             self.cells[(cell["version"], cell["variant"])] = cell
             report.write_cell(self.out, cell)
@@ -164,7 +167,8 @@ class Runner:
             self.expectations.variant(variant)
         ordered = [v for v in series.VARIANTS if v in variants]
         self.order = [(v.name, var) for v in versions for var in ordered]
-        self.progress = Progress(len(self.order))
+        self.progress = Progress(len(self.order),
+                                 costs_path=self.cache.root / "stage-costs.json")
         self.fetched = {v.name: threading.Event() for v in versions}
         # Longest first, so that the last kernel left building alone (one
         # core idle in its serial phases) is a short one. The report keeps

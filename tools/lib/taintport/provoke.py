@@ -1,0 +1,62 @@
+"""Test-only: a cell turned unexpected or broken on purpose, no kernel involved.
+
+A CI pipeline must show a kernel regression (exit 1) apart from a broken run
+(exit 2). Testing that with a real misbehaving kernel or a real breakage costs
+builds and boots; this switch lets make check provoke each in seconds on
+cells reused from the cache. It is read from the environment variable
+
+    TAINTPORT_TEST_PROVOKE=STATUS:VERSION/VARIANT[,STATUS:VERSION/VARIANT...]
+
+with STATUS `unexpected` or `error`. Never set it outside a test: every cell
+it touches says so in its checks or errors, the cell store keeps the cell as
+judged, and an unset variable changes nothing.
+"""
+import os
+import re
+from dataclasses import dataclass
+
+from . import names
+from .errors import InputError
+from .verdict import Check, Status
+
+VARIABLE = "TAINTPORT_TEST_PROVOKE"
+TARGET = re.compile(r"(unexpected|error):([^/]+)/([^/]+)")
+
+
+@dataclass(frozen=True)
+class Target:
+    status: Status
+    version: str
+    variant: str
+
+
+def from_environment(environ=os.environ):
+    """The cells to provoke; InputError (exit 2) for a malformed value."""
+    targets = []
+    for item in filter(None, environ.get(VARIABLE, "").split(",")):
+        match = TARGET.fullmatch(item.strip())
+        if not match:
+            raise InputError(f"{VARIABLE}={item!r}: expected STATUS:VERSION/VARIANT with "
+                             "STATUS unexpected or error (a test-only switch)")
+        status, version, variant = match.groups()
+        names.version_name(version, f"{VARIABLE} version")
+        names.variant(variant, f"{VARIABLE} variant")
+        targets.append(Target(Status(status), version, variant))
+    return targets
+
+
+def apply(targets, cell):
+    """The cell as published: a provoked copy when a target names it, else itself."""
+    for target in targets:
+        if (target.version, target.variant) != (cell["version"], cell["variant"]):
+            continue
+        why = (f"test-only: {VARIABLE} made this cell {target.status.value} on purpose; "
+               "no kernel behaved differently")
+        cell = dict(cell, status=target.status.value)
+        if target.status is Status.ERROR:
+            cell["errors"] = list(cell["errors"]) + [why]
+        else:
+            provoked = Check(name="provoked_unexpected", expected=True, observed=False,
+                             diagnostics=(why,))
+            cell["checks"] = list(cell["checks"]) + [provoked.as_dict()]
+    return cell
