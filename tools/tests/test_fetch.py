@@ -263,13 +263,17 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
     import threading
     import time
 
-    from taintport import matrix
+    from taintport import matrix, store
     from taintport.errors import RunError as Broke
+    from taintport.cells import Inputs
+    from taintport.stages import Built
+    from taintport.verdict import Status
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
     monkeypatch.setattr(matrix.series, "load", lambda name, quilt_dir: None)
-    monkeypatch.setattr(matrix, "inputs", lambda version, quilt_series, variant: {})
+    monkeypatch.setattr(store, "inputs",
+                        lambda version, quilt_series, variant: Inputs("linux-source-9.9", "1"))
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     spans = {}
     lock = threading.Lock()
@@ -280,23 +284,24 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
         with lock:
             spans[name] = (start, time.monotonic())
 
-    def build_cell(version, tree, quilt_series, variant, cell):
-        span(f"build {variant}", 0.4)
-        if variant == "reverted":
+    def build_cell(version, tree, quilt_series, cell):
+        span(f"build {cell.variant}", 0.4)
+        if cell.variant == "reverted":
             raise Broke("build", "make failed (a test's failure)")
-        return matrix.Built(artifacts=None, identical=None)
+        return Built(artifacts=None, identical=None)
 
     def judge_boot(cell, built):
-        span(f"boot {cell['variant']}", 0.6)
-        cell["status"] = "PASS"
+        span(f"boot {cell.variant}", 0.6)
+        cell.status = Status.AS_EXPECTED
 
-    monkeypatch.setattr(runner, "build_cell", build_cell)
-    monkeypatch.setattr(runner, "judge_boot", judge_boot)
+    monkeypatch.setattr(runner.chain, "build", build_cell)
+    monkeypatch.setattr(runner.chain, "boot", judge_boot)
     runner.run([v], ["upstream", "reverted", "backported"])
     cells = runner.ordered_cells()
-    assert [(c["variant"], c["status"]) for c in cells] == [
-        ("upstream", "PASS"), ("reverted", "error"), ("backported", "PASS")]
-    assert "make failed" in cells[1]["errors"][0]
+    assert [(c.variant, c.status) for c in cells] == [
+        ("upstream", Status.AS_EXPECTED), ("reverted", Status.ERROR),
+        ("backported", Status.AS_EXPECTED)]
+    assert "make failed" in cells[1].errors[0]
     # the upstream boot and the reverted build overlapped
     assert spans["build reverted"][0] < spans["boot upstream"][1]
     assert spans["boot upstream"][0] < spans["build reverted"][1]
