@@ -210,27 +210,26 @@ def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, arc
     import threading
     import time
 
-    from taintport.matrix import Runner
+    from taintport.schedule import Schedule
 
     arch, good = archive
     cache = Cache(tmp_path / "cache")
     first, held, waiting = (dataclasses.replace(version(arch, "9.9.1-1", sha(good)),
                                                 name=f"test-{n}")
                             for n in ("first", "held", "waiting"))
-    runner = Runner(cache, tmp_path / "out", parallel=1)
-    runner.fetched = {v.name: threading.Event() for v in (first, held, waiting)}
-    runner.lanes_started = {first.name}
-    runner.mark_fetched(first)
+    schedule = Schedule(cache, tmp_path / "out", 1, needs_work=lambda version: True)
+    chosen = schedule.order([first, held, waiting])
+    assert chosen == [first, held, waiting]  # no costs, one kernel series: as asked
+    schedule.take(first)
+    schedule.mark_fetched(first)
     done = threading.Event()
     with cache.locked(held.name):
-        ahead = threading.Thread(target=runner.fetch_ahead,
-                                 args=([first, held, waiting], ["upstream"], done))
+        ahead = threading.Thread(target=schedule.fetch_ahead, args=(chosen, done))
         ahead.start()
         time.sleep(2)
         # held is skipped; waiting would be two trees ahead of one worker
         assert not cache.tree(waiting).exists()
-        with runner.lanes_lock:
-            runner.lanes_started.add(held.name)  # a worker takes held
+        schedule.take(held)  # a worker takes held
         ahead.join(timeout=30)
         done.set()
     assert not ahead.is_alive()
@@ -244,16 +243,20 @@ def test_longest_build_first_from_recorded_costs(tmp_path, archive):
     build seen is kept, not a later warm rebuild); without one, the newest."""
     import dataclasses
 
-    from taintport.matrix import Runner, kernel_series
+    from taintport.schedule import Schedule, kernel_series
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
     assert kernel_series(dataclasses.replace(v, package="linux-source-6.12")) == (6, 12)
-    runner = Runner(Cache(tmp_path / "cache"), tmp_path / "out")
-    runner.record_cost(dataclasses.replace(v, name="a"), 120.0)
-    runner.record_cost(dataclasses.replace(v, name="a"), 7.0)  # a warm rebuild
-    runner.record_cost(dataclasses.replace(v, name="b"), 300.0)
-    assert runner.build_costs() == {"a": 120.0, "b": 300.0}
+    schedule = Schedule(Cache(tmp_path / "cache"), tmp_path / "out", 1, lambda version: True)
+    a, b, new = (dataclasses.replace(v, name=name, package=package) for name, package in
+                 (("a", "linux-source-6.1"), ("b", "linux-source-5.10"),
+                  ("new", "linux-source-7.3")))
+    schedule.record_cost(a, 120.0)
+    schedule.record_cost(a, 7.0)  # a warm rebuild
+    schedule.record_cost(b, 300.0)
+    assert schedule.build_costs() == {"a": 120.0, "b": 300.0}
+    assert [x.name for x in schedule.order([a, b, new])] == ["new", "b", "a"]
 
 
 def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatch):

@@ -1,37 +1,27 @@
 """The matrix: versions x variants, each cell built, booted and judged.
 
-This module schedules; store.py keys, keeps and reuses cells, and stages.py
-is the chain each cell goes through. Per version: fetch once, then walk the
-variants in series order (upstream, reverted, backported, patched) on the
-same tree and build dir, so only the first variant pays for a full kernel
-build. Versions run side by side (`--parallel`), which overlaps one kernel's
-downloads, boots and dracut runs with another's build; once the first
-versions have their trees, a fetch-ahead thread downloads and extracts the
-ones still waiting for a worker, so their turn starts with the build.
+This module runs the workers; schedule.py says which kernel when, store.py
+keys, keeps and reuses cells, and stages.py is the chain each cell goes
+through. Per version: fetch once, then walk the variants in series order
+(upstream, reverted, backported, patched) on the same tree and build dir, so
+only the first variant pays for a full kernel build.
 """
-import json
-import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from . import REPO, build, fetch, results, series, store, verdict, versions
-from .cache import Cache, write_atomic
+from .cache import Cache
 from .cells import Cell, Inputs, exit_code
 from .errors import TaintportError
 from .process import STOPPING, stop_all
 from .progress import Progress
+from .schedule import Schedule
 from .stages import Built, Chain
 from .versions import Version
 
 DEFAULT_TIMEOUT = 180
-
-
-def kernel_series(version: Version) -> tuple[int, ...]:
-    """(6, 12) for linux-source-6.12: newer kernels build longer, when nothing
-    measured says otherwise."""
-    return tuple(int(n) for n in re.findall(r"\d+", version.package))
 
 
 class Runner:
@@ -56,9 +46,9 @@ class Runner:
         self.chain = Chain(cache, out, verdict.load(), self.progress,
                            jobs=jobs or build.default_jobs(), timeout=timeout,
                            append=f"taintport.fault={fault}" if fault else "")
-        self.lanes_lock = threading.Lock()
-        self.lanes_started: set[str] = set()  # version names a worker has taken
-        self.fetched: dict[str, threading.Event] = {}  # its worker is past fetching
+        self.variants: list[str] = []
+        self.schedule = Schedule(cache, out, self.parallel,
+                                 lambda version: self.needs_work(version, self.variants))
 
     def run(self, chosen: list[Version], variants: list[str]) -> int:
         if self.resume:
@@ -66,18 +56,12 @@ class Runner:
         for variant in variants:
             series.check_variant(variant)
             self.chain.expectations.variant(variant)
-        ordered = [v for v in series.VARIANTS if v in variants]
+        ordered = self.variants = [v for v in series.VARIANTS if v in variants]
         self.folder.order = [(v.name, var) for v in chosen for var in ordered]
         self.progress.total = len(self.folder.order)
-        self.fetched = {v.name: threading.Event() for v in chosen}
-        # Longest first, so that the last kernel left building alone (one
-        # core idle in its serial phases) is a short one. The report keeps
-        # the order asked for.
-        costs = self.build_costs()
-        chosen = sorted(chosen, key=lambda v: (costs.get(v.name, float("inf")),
-                                               kernel_series(v)), reverse=True)
+        chosen = self.schedule.order(chosen)  # the report keeps the order asked for
         done = threading.Event()
-        ahead = threading.Thread(target=self.fetch_ahead, args=(chosen, ordered, done),
+        ahead = threading.Thread(target=self.schedule.fetch_ahead, args=(chosen, done),
                                  name="fetch-ahead", daemon=True)
         ahead.start()
         try:
@@ -109,65 +93,6 @@ class Runner:
             ("reused" if cell.reused else "")
         self.progress.done(f"{cell.version} {cell.variant}", cell.status.value, detail)
 
-    # -- which kernel when ---------------------------------------------------
-    def build_costs(self) -> dict[str, float]:
-        """Seconds of the longest build seen per version, from earlier runs."""
-        try:
-            costs = json.loads((self.cache.root / "build-costs.json").read_text())
-        except (OSError, ValueError):
-            return {}
-        return {k: v for k, v in costs.items() if isinstance(v, (int, float))} \
-            if isinstance(costs, dict) else {}
-
-    def record_cost(self, version: Version, seconds: float | None) -> None:
-        with self.folder.lock:
-            costs = self.build_costs()
-            if seconds is not None and seconds > costs.get(version.name, 0):
-                costs[version.name] = round(seconds, 1)
-                write_atomic(self.cache.root / "build-costs.json",
-                             json.dumps(costs, indent=1, sort_keys=True) + "\n")
-
-    def fetch_ahead(self, chosen: list[Version], variants: list[str],
-                    done: threading.Event) -> None:
-        """Fetch the trees of versions no worker has taken yet, one at a time.
-
-        It starts once the first workers are past their own fetch (they come
-        first), stays at most one tree per worker ahead of them (each
-        extraction writes ~1.8 GB beside the builds), takes a version only if
-        nobody holds its lock, and keeps quiet about failures: the version's
-        worker fetches again and puts the error in its cells.
-        """
-        for first in chosen[:self.parallel]:
-            while not self.fetched[first.name].wait(1):
-                if done.is_set() or STOPPING.is_set():
-                    return
-        for index, version in enumerate(chosen[self.parallel:], start=1):
-            while True:
-                if done.is_set() or STOPPING.is_set():
-                    return
-                with self.lanes_lock:
-                    taken = len(self.lanes_started)
-                if taken >= index:
-                    break
-                done.wait(1)
-            with self.lanes_lock:
-                if version.name in self.lanes_started:
-                    continue
-            if not self.needs_work(version, variants):
-                continue
-            with self.cache.try_locked(version.name) as mine:
-                if not mine:
-                    continue
-                try:
-                    fetch.fetch(self.cache, version, self.folder.out / version.name /
-                                "fetch.log", nice=build.NICE_LEVEL)
-                except TaintportError:
-                    continue
-
-    def mark_fetched(self, version: Version) -> None:
-        if version.name in self.fetched:
-            self.fetched[version.name].set()
-
     def needs_work(self, version: Version, variants: list[str]) -> bool:
         try:
             return bool(self.plan(version, variants)[2])
@@ -183,13 +108,12 @@ class Runner:
 
     # -- one version's worker ------------------------------------------------
     def run_version(self, version: Version, variants: list[str]) -> None:
-        with self.lanes_lock:
-            self.lanes_started.add(version.name)
+        self.schedule.take(version)
         try:
             with self.cache.locked(version.name):
                 self.work(version, variants)
         finally:
-            self.mark_fetched(version)
+            self.schedule.mark_fetched(version)
 
     def work(self, version: Version, variants: list[str]) -> None:
         (self.folder.out / version.name).mkdir(parents=True, exist_ok=True)
@@ -207,7 +131,7 @@ class Runner:
         try:
             fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
                                   "fetch.log")
-            self.mark_fetched(version)
+            self.schedule.mark_fetched(version)
             versions.check_ships(version, fetched.tree)
         except TaintportError as err:
             if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
@@ -250,7 +174,7 @@ class Runner:
                 built: Built | None = None
                 try:
                     built = self.chain.build(version, tree, quilt_series, cell)
-                    self.record_cost(version, cell.timings.build)
+                    self.schedule.record_cost(version, cell.timings.build)
                 except TaintportError as err:
                     if STOPPING.is_set():
                         break  # an interrupted cell is not a result: --resume runs it
