@@ -8,8 +8,8 @@ TAINTPORT := $(PYTHON) tools/taintport
 PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
-.PHONY: deps ci-tools matrix check unit agent-check e2e report ci ci-check ci-local bench regen \
-	point-releases
+.PHONY: deps ci-tools matrix check unit typecheck agent-check e2e report ci ci-check ci-local \
+	bench regen point-releases
 
 deps:
 	@sh tools/install-deps
@@ -26,13 +26,17 @@ matrix: deps
 unit: deps ci-tools
 	$(PYTEST) -q -m "not e2e" tools/tests
 
+# mypy.ini: a dict where a cell is expected is an error (seconds)
+typecheck: deps
+	$(PYTHON) -m mypy
+
 agent-check: deps
 	$(MAKE) -C test-matrix/agent check OUT=$(AGENT_TEST_OUT)
 
 e2e: deps ci-tools
 	$(PYTEST) -q -m e2e tools/tests
 
-check: deps ci-tools agent-check ci-check
+check: deps ci-tools typecheck agent-check ci-check
 	$(PYTEST) -v tools/tests
 
 # Reports again from a results folder's matrix.json: make report DIR=results/<run>

@@ -5,6 +5,7 @@ engines' users run (gitlab-ci-local, action-validator), the annotations.
 make check installs the tools (tools/install-deps --ci-tools); without them
 these tests fail and say how to install them.
 """
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -15,6 +16,8 @@ import yaml
 
 from taintport import REPO, ci, render, versions
 from taintport.errors import InputError
+from taintport.cells import Cell
+from taintport.verdict import Status
 
 RESULTS = Path(__file__).parent / "data" / "results"
 
@@ -210,7 +213,7 @@ def test_pipeline_variables_are_checked():
 def test_annotations_tell_a_regression_from_a_broken_run():
     doc = render.load(RESULTS / "trixie-6.12")
     lines = ci.annotations(doc)
-    statuses = {c["variant"]: c["status"] for c in doc["cells"]}
+    statuses = {c.variant: c.status.value for c in doc.cells}
     assert sorted(statuses.values()) == ["as-expected", "error", "unexpected"]
     assert len(lines) == 2, "an as-expected cell needs no line"
     regression = next(line for line in lines if "regression" in line)
@@ -227,11 +230,11 @@ def test_annotations_tell_a_regression_from_a_broken_run():
 def test_annotation_escapes_what_workflow_commands_read():
     assert ci.escape_data("50%\r\nnext") == "50%25%0D%0Anext"
     assert ci.escape_property("a: b, c") == "a%3A b%2C c"
-    cell = {"version": "bookworm-6.1", "variant": "upstream", "status": "error",
-            "errors": ["line one\nline two: 100%"], "checks": []}
+    cell = dataclasses.replace(Cell.new("bookworm-6.1", "upstream", {}),
+                               errors=["line one\nline two: 100%"])
     assert ci.annotation(cell) == ("::error title=bookworm-6.1 upstream%3A the run broke "
                                    "(error%2C no verdict)::line one%0Aline two: 100%25")
-    known = dict(cell, status="known-bug", errors=[])
+    known = dataclasses.replace(cell, status=Status.KNOWN_BUG, errors=[])
     assert ci.annotation(known).startswith("::notice ")
 
 

@@ -4,6 +4,7 @@ These build a real kernel (about 4 minutes cold on 2 cores, seconds warm)
 and boot it under QEMU. They share the user's taintport cache.
 """
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -177,3 +178,39 @@ def test_mutation_without_backport_patch_is_unexpected(tmp_path):
     wrong = {c["name"] for c in cells["backported"]["checks"] if not c["matches"]}
     assert {"unsigned.events_present", "livepatch.events_present",
             "backported_sources_identical_to_patched"} <= wrong
+
+
+def test_boot_judges_a_cell_as_the_matrix_does(tmp_path):
+    """`taintport boot` runs the matrix's own stage chain: on the backported
+    cell the matrix just built, the same checks, status, byte-identical host
+    check, kernel, files and dracut image name."""
+    proc, cells, doc = matrix(tmp_path / "run", "--variants", "backported")
+    assert proc.returncode == 0, cells["backported"]["errors"]
+    booted = subprocess.run([*TAINTPORT, "boot", "--version", VERSION, "--variant", "backported",
+                             "--out", str(tmp_path / "boot")], capture_output=True, text=True)
+    print(booted.stdout)
+    print(booted.stderr, file=sys.stderr)
+    assert booted.returncode == 0
+    folders = {"matrix": tmp_path / "run" / VERSION / "backported",
+               "boot": tmp_path / "boot" / VERSION / "backported"}
+    mine = json.loads((folders["boot"] / "cell.json").read_text())
+    theirs = cells["backported"]
+
+    def checks(cell):
+        return [(c["name"], c["expected"], c["observed"], c["matches"]) for c in cell["checks"]]
+
+    assert mine["status"] == theirs["status"] == "as-expected"
+    assert checks(mine) == checks(theirs)
+    assert ("backported_sources_identical_to_patched", "ok", "ok", True) in checks(mine)
+    for key in ("sources_sha256", "bzimage_sha256", "series", "ships"):
+        assert mine["inputs"][key] == theirs["inputs"][key], key
+    assert mine["kernel_release"] == theirs["kernel_release"]
+    assert mine["fixes"] == theirs["fixes"]
+    for name in ("cell.json", "console.log", "ktap.txt", "build.log"):
+        assert all((folder / name).is_file() for folder in folders.values()), name
+    # dracut's image is named by the agent it holds, whichever verb made it
+    images = {verb: set(re.findall(r"initramfs-base-[0-9a-f]{16}\.img",
+                                   (folder / "build.log").read_text()))
+              for verb, folder in folders.items()}
+    assert len(images["boot"]) == 1 and images["boot"] == images["matrix"]
+    assert "backported: as-expected" in booted.stdout

@@ -47,29 +47,30 @@ def built():
     assert proc.returncode == 0
 
 
-def boot_with(fault, timeout):
+def boot_with(fault, timeout, out):
     return taintport("boot", "--version", VERSION, "--variant", "upstream", "--accel", "tcg",
-                     "--append", f"taintport.fault={fault}", "--timeout", str(timeout))
+                     "--append", f"taintport.fault={fault}", "--timeout", str(timeout),
+                     "--out", str(out))
 
 
-def test_hanging_guest_is_killed_at_the_timeout(built):
+def test_hanging_guest_is_killed_at_the_timeout(built, tmp_path):
     start = time.monotonic()
-    proc = boot_with("hang", 25)
+    proc = boot_with("hang", 25, tmp_path)
     assert proc.returncode == 2
     assert "guest killed at the 25s timeout" in proc.stdout
     assert time.monotonic() - start < 120
     assert not qemu_running(upstream_artifacts())
 
 
-def test_panicking_guest_is_an_error_with_the_panic_lines(built):
-    proc = boot_with("panic", 120)
+def test_panicking_guest_is_an_error_with_the_panic_lines(built, tmp_path):
+    proc = boot_with("panic", 120, tmp_path)
     assert proc.returncode == 2
     assert "kernel panic" in proc.stdout
     assert "error" in proc.stdout
 
 
-def test_truncated_ktap_is_an_error(built):
-    proc = boot_with("truncate", 120)
+def test_truncated_ktap_is_an_error(built, tmp_path):
+    proc = boot_with("truncate", 120, tmp_path)
     assert proc.returncode == 2
     assert "planned results missing" in proc.stdout
 

@@ -210,27 +210,26 @@ def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, arc
     import threading
     import time
 
-    from taintport.matrix import Runner
+    from taintport.schedule import Schedule
 
     arch, good = archive
     cache = Cache(tmp_path / "cache")
     first, held, waiting = (dataclasses.replace(version(arch, "9.9.1-1", sha(good)),
                                                 name=f"test-{n}")
                             for n in ("first", "held", "waiting"))
-    runner = Runner(cache, tmp_path / "out", parallel=1)
-    runner.fetched = {v.name: threading.Event() for v in (first, held, waiting)}
-    runner.lanes_started = {first.name}
-    runner.mark_fetched(first)
+    schedule = Schedule(cache, tmp_path / "out", 1, needs_work=lambda version: True)
+    chosen = schedule.order([first, held, waiting])
+    assert chosen == [first, held, waiting]  # no costs, one kernel series: as asked
+    schedule.take(first)
+    schedule.mark_fetched(first)
     done = threading.Event()
     with cache.locked(held.name):
-        ahead = threading.Thread(target=runner.fetch_ahead,
-                                 args=([first, held, waiting], ["upstream"], done))
+        ahead = threading.Thread(target=schedule.fetch_ahead, args=(chosen, done))
         ahead.start()
         time.sleep(2)
         # held is skipped; waiting would be two trees ahead of one worker
         assert not cache.tree(waiting).exists()
-        with runner.lanes_lock:
-            runner.lanes_started.add(held.name)  # a worker takes held
+        schedule.take(held)  # a worker takes held
         ahead.join(timeout=30)
         done.set()
     assert not ahead.is_alive()
@@ -244,16 +243,20 @@ def test_longest_build_first_from_recorded_costs(tmp_path, archive):
     build seen is kept, not a later warm rebuild); without one, the newest."""
     import dataclasses
 
-    from taintport.matrix import Runner, kernel_series
+    from taintport.schedule import Schedule, kernel_series
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
     assert kernel_series(dataclasses.replace(v, package="linux-source-6.12")) == (6, 12)
-    runner = Runner(Cache(tmp_path / "cache"), tmp_path / "out")
-    runner.record_cost(dataclasses.replace(v, name="a"), 120.0)
-    runner.record_cost(dataclasses.replace(v, name="a"), 7.0)  # a warm rebuild
-    runner.record_cost(dataclasses.replace(v, name="b"), 300.0)
-    assert runner.build_costs() == {"a": 120.0, "b": 300.0}
+    schedule = Schedule(Cache(tmp_path / "cache"), tmp_path / "out", 1, lambda version: True)
+    a, b, new = (dataclasses.replace(v, name=name, package=package) for name, package in
+                 (("a", "linux-source-6.1"), ("b", "linux-source-5.10"),
+                  ("new", "linux-source-7.3")))
+    schedule.record_cost(a, 120.0)
+    schedule.record_cost(a, 7.0)  # a warm rebuild
+    schedule.record_cost(b, 300.0)
+    assert schedule.build_costs() == {"a": 120.0, "b": 300.0}
+    assert [x.name for x in schedule.order([a, b, new])] == ["new", "b", "a"]
 
 
 def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatch):
@@ -263,13 +266,17 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
     import threading
     import time
 
-    from taintport import matrix
+    from taintport import matrix, store
     from taintport.errors import RunError as Broke
+    from taintport.cells import Inputs
+    from taintport.stages import Built
+    from taintport.verdict import Status
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
     monkeypatch.setattr(matrix.series, "load", lambda name, quilt_dir: None)
-    monkeypatch.setattr(matrix, "inputs", lambda version, quilt_series, variant: {})
+    monkeypatch.setattr(store, "inputs",
+                        lambda version, quilt_series, variant: Inputs("linux-source-9.9", "1"))
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     spans = {}
     lock = threading.Lock()
@@ -280,23 +287,24 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
         with lock:
             spans[name] = (start, time.monotonic())
 
-    def build_cell(version, tree, quilt_series, variant, cell):
-        span(f"build {variant}", 0.4)
-        if variant == "reverted":
+    def build_cell(version, tree, quilt_series, cell):
+        span(f"build {cell.variant}", 0.4)
+        if cell.variant == "reverted":
             raise Broke("build", "make failed (a test's failure)")
-        return matrix.Built(artifacts=None, identical=None)
+        return Built(artifacts=None, identical=None)
 
     def judge_boot(cell, built):
-        span(f"boot {cell['variant']}", 0.6)
-        cell["status"] = "PASS"
+        span(f"boot {cell.variant}", 0.6)
+        cell.status = Status.AS_EXPECTED
 
-    monkeypatch.setattr(runner, "build_cell", build_cell)
-    monkeypatch.setattr(runner, "judge_boot", judge_boot)
+    monkeypatch.setattr(runner.chain, "build", build_cell)
+    monkeypatch.setattr(runner.chain, "boot", judge_boot)
     runner.run([v], ["upstream", "reverted", "backported"])
     cells = runner.ordered_cells()
-    assert [(c["variant"], c["status"]) for c in cells] == [
-        ("upstream", "PASS"), ("reverted", "error"), ("backported", "PASS")]
-    assert "make failed" in cells[1]["errors"][0]
+    assert [(c.variant, c.status) for c in cells] == [
+        ("upstream", Status.AS_EXPECTED), ("reverted", Status.ERROR),
+        ("backported", Status.AS_EXPECTED)]
+    assert "make failed" in cells[1].errors[0]
     # the upstream boot and the reverted build overlapped
     assert spans["build reverted"][0] < spans["boot upstream"][1]
     assert spans["boot upstream"][0] < spans["build reverted"][1]

@@ -4,8 +4,9 @@ import copy
 
 import pytest
 
-from taintport import matrix, provoke, render, report
+from taintport import matrix, provoke, render
 from taintport.cache import Cache
+from taintport.cells import exit_code
 from taintport.errors import InputError
 from taintport.verdict import Status
 
@@ -14,14 +15,14 @@ from test_ci import RESULTS
 
 @pytest.fixture
 def cells():
-    return render.load(RESULTS / "bookworm-6.1")["cells"]
+    return render.load(RESULTS / "bookworm-6.1").cells
 
 
 def test_unset_changes_nothing(cells):
     targets = provoke.from_environment({})
     assert targets == []
     assert [provoke.apply(targets, c) for c in cells] == cells
-    assert report.exit_code(cells) == 0
+    assert exit_code(cells) == 0
 
 
 @pytest.mark.parametrize("value", [
@@ -38,24 +39,24 @@ def test_unexpected_adds_a_failing_check_that_says_why(cells):
     targets = provoke.from_environment({provoke.VARIABLE: "unexpected:bookworm-6.1/reverted"})
     after = [provoke.apply(targets, c) for c in cells]
     assert cells == before, "the caller's cell (the one stored) is not touched"
-    reverted = next(c for c in after if c["variant"] == "reverted")
-    assert reverted["status"] == Status.UNEXPECTED.value
-    provoked = reverted["checks"][-1]
-    assert provoked["name"] == "provoked_unexpected" and not provoked["matches"]
-    assert "test-only" in provoked["diagnostics"][0]
-    assert [c for c in after if c["variant"] != "reverted"] == \
-        [c for c in cells if c["variant"] != "reverted"]
-    assert report.exit_code(after) == 1
+    reverted = next(c for c in after if c.variant == "reverted")
+    assert reverted.status is Status.UNEXPECTED
+    provoked = reverted.checks[-1]
+    assert provoked.name == "provoked_unexpected" and not provoked.matches
+    assert "test-only" in provoked.diagnostics[0]
+    assert [c for c in after if c.variant != "reverted"] == \
+        [c for c in cells if c.variant != "reverted"]
+    assert exit_code(after) == 1
 
 
 def test_error_adds_an_error_that_says_why(cells):
     targets = provoke.from_environment(
         {provoke.VARIABLE: "unexpected:bookworm-6.1/reverted, error:bookworm-6.1/upstream"})
     after = [provoke.apply(targets, c) for c in cells]
-    upstream = next(c for c in after if c["variant"] == "upstream")
-    assert upstream["status"] == Status.ERROR.value
-    assert "test-only" in upstream["errors"][-1]
-    assert report.exit_code(after) == 2, "a broken run outranks a regression"
+    upstream = next(c for c in after if c.variant == "upstream")
+    assert upstream.status is Status.ERROR
+    assert "test-only" in upstream.errors[-1]
+    assert exit_code(after) == 2, "a broken run outranks a regression"
 
 
 def test_matrix_refuses_a_malformed_switch_before_any_work(tmp_path, monkeypatch):

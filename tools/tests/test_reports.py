@@ -7,6 +7,7 @@ as expected, one error (a panic cut the KTAP short) and one unexpected (a
 layer that restores the taint letter but not tracing's acceptance of it).
 """
 import copy
+import dataclasses
 import hashlib
 import json
 import re
@@ -18,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from taintport import compare, htmlpage, junit, kcidb, render, summary
+from taintport import compare, htmlpage, junit, kcidb, ktap, render, report, summary, verdict
+from taintport.cells import Matrix, Timings
 from taintport.errors import InputError
+from taintport.verdict import FixState, Status
 
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
@@ -56,7 +59,7 @@ def trixie():
 
 
 def cell(doc, variant):
-    return next(c for c in doc["cells"] if c["variant"] == variant)
+    return next(c for c in doc.cells if c.variant == variant)
 
 
 def nulls(obj, where=""):
@@ -95,16 +98,16 @@ def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
     assert len(doc["tests"]) == 3 * (48 + 1)
     build = doc["builds"][0]
     assert build["architecture"] == "x86_64"
-    assert build["compiler"] == bookworm["tools"]["gcc"]
+    assert build["compiler"] == bookworm.tools["gcc"]
     assert build["config_name"] == "tinyconfig+base"
     assert build["valid"] is True
     assert build["log_url"] == "bookworm-6.1/upstream/build.log"
-    assert build["duration"] == cell(bookworm, "upstream")["timings"]["build"]
+    assert build["duration"] == cell(bookworm, "upstream").timings.build
 
 
 def test_kcidb_patchset_is_the_versions_series(bookworm):
     checkout = kcidb.report(bookworm)["checkouts"][0]
-    series = cell(bookworm, "backported")["inputs"]["series"]
+    series = cell(bookworm, "backported").inputs.series
     assert [f["url"] for f in checkout["patchset_files"]] == [
         f"quilt/bookworm-6.1/{p}" for p in series]
     assert all("/" not in f["name"] for f in checkout["patchset_files"])
@@ -142,13 +145,14 @@ def test_kcidb_log_checks_carry_the_kernel_log_block():
 
 
 def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
-    failed = copy.deepcopy(cell(bookworm, "upstream"))
-    failed.update(status="error", errors=["build: make failed (exit 2)\nerror: foo.c:1"],
-                  checks=[], kernel_release=None, accelerator=None, qemu_exit_code=None,
-                  timings={"fetch": 1.0, "apply": 0.1, "build": 20.0})
-    unfetched = copy.deepcopy(failed)
-    unfetched.update(variant="reverted", inputs={}, timings={}, errors=["fetch: 404"])
-    doc = kcidb.report({"cells": [failed, unfetched], "tools": {"gcc": "gcc 12"}})
+    failed = dataclasses.replace(
+        cell(bookworm, "upstream"), status=Status.ERROR,
+        errors=["build: make failed (exit 2)\nerror: foo.c:1"], checks=[],
+        kernel_release=None, accelerator=None, qemu_exit_code=None,
+        timings=Timings(fetch=1.0, apply=0.1, build=20.0))
+    unfetched = dataclasses.replace(failed, variant="reverted", inputs=None,
+                                    timings=Timings(), errors=["fetch: 404"])
+    doc = kcidb.report(Matrix(cells=[failed, unfetched], tools={"gcc": "gcc 12"}))
     build, never = doc["builds"]
     assert build["valid"] is False and build["duration"] == 20.0
     assert "valid" not in never, "a build that never started is unknown, not invalid"
@@ -158,13 +162,22 @@ def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
     assert nulls(doc) == []
 
 
-def test_kcidb_skip_directive(bookworm):
-    skipped = copy.deepcopy(cell(bookworm, "upstream"))
-    skipped["checks"][0]["directive"] = "SKIP"
-    assert kcidb.check_status(skipped, skipped["checks"][0]) is kcidb.Status.SKIP
-    suite = ET.fromstring(junit.render({"cells": [skipped]})).find("testsuite")
+def test_a_check_the_agent_skipped_is_skip_and_its_cell_an_error(bookworm):
+    """verdict turns a SKIP into no observation and an error of the cell; the
+    check itself is KCIDB's SKIP and JUnit's skipped, a cell's status ERROR."""
+    ktap_text = ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: signed\n"
+                 "    1..1\n    ok 1 loads # SKIP no tracefs\nok 1 signed # SKIP\n"
+                 "# taintport-agent: end status=0\n")
+    judged = verdict.judge(ktap.parse(ktap_text), {"signed.loads": True})
+    assert judged.status is Status.ERROR
+    skipped = dataclasses.replace(cell(bookworm, "upstream"), status=judged.status,
+                                  checks=judged.checks, errors=judged.errors)
+    assert kcidb.check_status(skipped, skipped.checks[0]) is kcidb.Status.SKIP
+    assert kcidb.cell_status(skipped) is kcidb.Status.ERROR
+    suite = ET.fromstring(junit.render(Matrix(cells=[skipped]))).find("testsuite")
     assert suite.get("skipped") == "1"
     assert suite.find("testcase[@name='signed.loads']/skipped") is not None
+    assert "signed.loads (no tracefs)" in summary.render(Matrix(cells=[skipped]))
 
 
 # junit.xml
@@ -201,7 +214,7 @@ def test_junit_one_suite_per_cell_one_case_per_check(trixie):
 
 def test_junit_survives_control_characters_in_console_text(trixie):
     doc = copy.deepcopy(trixie)
-    cell(doc, "reverted")["errors"][0] += "\x1b[31m\x00 colour"
+    cell(doc, "reverted").errors[0] += "\x1b[31m\x00 colour"
     ET.fromstring(junit.render(doc))
 
 
@@ -212,7 +225,7 @@ def test_summary_counts_like_lkft(bookworm, trixie):
     # the reverted tree fails the unsigned fix's 13 expected failures
     assert summary.counts([reverted]) == summary.Counts(total=48, passed=35, failed=0,
                                                         errors=0, xfail=13)
-    assert summary.counts(trixie["cells"]) == summary.Counts(
+    assert summary.counts(trixie.cells) == summary.Counts(
         total=144, passed=93, failed=3, errors=48, xfail=0)
 
 
@@ -268,7 +281,7 @@ def merged(tmp_path):
     out = tmp_path / "merged"
     doc = compare.merge(dirs)
     compare.copy_logs(dirs, out)
-    (out / "matrix.json").write_text(json.dumps(doc))
+    report.write_document(out, doc)
     patches = {"trixie-6.12": {"backported/0002-tracing-accept-TAINT_UNSIGNED_MODULE.patch":
                                "--- a/kernel/tracepoint.c\n+++ b/kernel/tracepoint.c\n"
                                "@@ -1 +1 @@\n-\treturn mod->taints & ~(1 << TAINT_OOT_MODULE);\n"
@@ -311,11 +324,11 @@ def test_html_cells_that_need_a_human_come_first_and_open(merged):
 def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
     quilt = tmp_path / "quilt" / "bookworm-6.1" / "reverted"
     quilt.mkdir(parents=True)
-    name = next(iter(cell(bookworm, "reverted")["inputs"]["series"]))
+    name = next(iter(cell(bookworm, "reverted").inputs.series))
     text = "Subject: the patch as the run applied it\n---\n"
-    for c in bookworm["cells"]:  # the run recorded this patch's checksum
-        if name in c["inputs"].get("series", {}):
-            c["inputs"]["series"][name] = hashlib.sha256(text.encode()).hexdigest()
+    for c in bookworm.cells:  # the run recorded this patch's checksum
+        if name in c.inputs.series:
+            c.inputs.series[name] = hashlib.sha256(text.encode()).hexdigest()
     (tmp_path / "quilt" / "bookworm-6.1" / name).write_text(text)
     assert render.read_patches(bookworm, tmp_path / "quilt") == {"bookworm-6.1": {name: text}}
     (tmp_path / "quilt" / "bookworm-6.1" / name).write_text("changed since the run\n")
@@ -372,8 +385,8 @@ def test_html_in_headless_chromium(merged, tmp_path):
 
 def with_statuses(doc, statuses):
     doc = copy.deepcopy(doc)
-    for c in doc["cells"]:
-        c["status"] = statuses[c["variant"]]
+    for c in doc.cells:
+        c.status = Status(statuses[c.variant])
     return doc
 
 
@@ -382,9 +395,7 @@ def test_compare_lists_regressions_then_fixes_then_the_rest(bookworm):
                                    "backported": "error"})
     new = with_statuses(bookworm, {"upstream": "error", "reverted": "as-expected",
                                    "backported": "unexpected"})
-    extra = copy.deepcopy(new["cells"][0])
-    extra["version"] = "trixie-6.12"
-    new["cells"].append(extra)
+    new.cells.append(dataclasses.replace(new.cells[0], version="trixie-6.12"))
     changes = compare.compare(old, new)
     assert [(c.kind, c.version, c.variant, c.old, c.new) for c in changes] == [
         ("regression", "bookworm-6.1", "upstream", "as-expected", "error"),
@@ -399,17 +410,16 @@ def test_compare_lists_regressions_then_fixes_then_the_rest(bookworm):
 
 def test_merge_runs_from_separate_jobs(bookworm, trixie):
     doc = compare.merge([BOOKWORM, TRIXIE])
-    assert [(c["version"], c["variant"]) for c in doc["cells"]] == \
-        [(c["version"], c["variant"]) for c in bookworm["cells"] + trixie["cells"]]
-    assert doc["exit_code"] == 2
-    assert compare.merge([BOOKWORM])["exit_code"] == 0
-    assert [r["dir"] for r in doc["runs"]] == [str(BOOKWORM), str(TRIXIE)]
-    assert doc["runs"][1]["tools"] == trixie["tools"]
-    assert doc["runs"][1]["accelerator"] == trixie["accelerator"]
-    assert doc["runs"][1]["cells"] == ["trixie-6.12/upstream", "trixie-6.12/reverted",
-                                       "trixie-6.12/backported"]
-    assert doc["started"] == min(bookworm["started"], trixie["started"])
-    assert kcidb.run_of(doc, doc["cells"][4]) is doc["runs"][1]
+    assert [c.where for c in doc.cells] == [c.where for c in bookworm.cells + trixie.cells]
+    assert doc.exit_code == 2
+    assert compare.merge([BOOKWORM]).exit_code == 0
+    assert [r.dir for r in doc.runs] == [str(BOOKWORM), str(TRIXIE)]
+    assert doc.runs[1].tools == trixie.tools
+    assert doc.runs[1].accelerator == trixie.accelerator
+    assert doc.runs[1].cells == ["trixie-6.12/upstream", "trixie-6.12/reverted",
+                                 "trixie-6.12/backported"]
+    assert doc.started == min(bookworm.started, trixie.started)
+    assert doc.run_of(doc.cells[4]) is doc.runs[1]
 
 
 def test_merge_rejects_a_cell_twice_naming_both_folders(tmp_path):
@@ -423,20 +433,20 @@ def test_merge_rejects_a_cell_twice_naming_both_folders(tmp_path):
 
 def test_merge_of_merged_keeps_the_sources(tmp_path, merged):
     doc = compare.merge([merged])
-    assert [r["dir"] for r in doc["runs"]] == [str(BOOKWORM), str(TRIXIE)]
+    assert [r.dir for r in doc.runs] == [str(BOOKWORM), str(TRIXIE)]
 
 
 def test_merged_folder_holds_every_log_its_cells_name(merged):
     doc = render.load(merged)
-    for c in doc["cells"]:
-        for path in c["logs"].values():
+    for c in doc.cells:
+        for path in (c.logs.build, c.logs.console):
             assert (merged / path).is_file(), path
     assert "trixie-6.12" in (merged / "summary.md").read_text()
 
 
 def test_a_reused_cell_says_so(bookworm):
     doc = copy.deepcopy(bookworm)
-    cell(doc, "backported")["reused"] = True
+    cell(doc, "backported").reused = True
     build = kcidb.report(doc)["builds"][2]
     assert build["misc"]["reused"] is True
     assert "backported 8.9s (reused)" in summary.render(doc)
@@ -447,11 +457,15 @@ def known_bug_doc(bookworm):
     """bookworm-6.1 as shipped lacks the livepatch fix: a known-bug cell."""
     doc = copy.deepcopy(bookworm)
     up = cell(doc, "upstream")
-    up["status"] = "known-bug"
-    up["fixes"] = {"unsigned": "present", "livepatch": "missing"}
-    cell(doc, "reverted")["fixes"] = {"unsigned": "reconstructed", "livepatch": "missing"}
-    cell(doc, "backported")["fixes"] = {"unsigned": "carried", "livepatch": "carried"}
+    up.status = Status.KNOWN_BUG
+    up.fixes = fixes(unsigned="present", livepatch="missing")
+    cell(doc, "reverted").fixes = fixes(unsigned="reconstructed", livepatch="missing")
+    cell(doc, "backported").fixes = fixes(unsigned="carried", livepatch="carried")
     return doc
+
+
+def fixes(**states):
+    return {fix: FixState(state) for fix, state in states.items()}
 
 
 def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm, tmp_path):
@@ -462,7 +476,7 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm, tmp_path):
     assert re.search(r"bookworm-6.1\s+livepatch\s+missing\s+missing\s+carried", text)
     assert "## Unexpected and error cells\n\nnone\n" in text
     assert "known bug as shipped: livepatch fix missing" in text
-    assert report_exit(doc) == 0
+    assert doc.exit_code == 0
     page = htmlpage.render(doc, BOOKWORM)
     assert 'class="known"' in page and "livepatch module tainted K" in page
     assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
@@ -480,7 +494,3 @@ def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):
     changes = compare.compare(known_bug_doc(bookworm), bookworm)
     assert [(c.variant, c.kind) for c in changes] == [("upstream", "change")]
 
-
-def report_exit(doc):
-    from taintport import report
-    return report.exit_code(doc["cells"])

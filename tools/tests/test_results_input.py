@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import matrix, render, report, results, series, versions
+from taintport import matrix, render, report, results, series, store, verdict, versions
 from taintport.cache import Cache
 
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -161,6 +161,7 @@ def test_control_characters_never_leave_the_tool(tmp_path, taintport):
         doc["started"] = "2026-12-03T10:00:00\x1b[2J\x00Z"
         first = doc["cells"][0]
         first["status"] = "error"
+        doc["exit_code"] = 2  # as the cells give: the reader checks it
         first["errors"] = [GUEST]
         first["checks"][0]["name"] = "signed\x0bloads"
         first["checks"][0]["diagnostics"] = [GUEST]
@@ -174,7 +175,7 @@ def test_control_characters_never_leave_the_tool(tmp_path, taintport):
         assert not any(c in text for c in "\x1b\x07\x00\x0b\u202e"), name
     assert "\\x1b[31mred" in (run / "summary.md").read_text()
     table = io.StringIO()
-    report.table(render.load(run)["cells"], table)
+    report.table(render.load(run).cells, table)
     assert "\x1b" not in table.getvalue() and "\\x1b]0;pwned" in table.getvalue()
 
 
@@ -185,12 +186,35 @@ def test_a_version_name_with_control_characters_is_refused(tmp_path, taintport):
 
 
 def test_every_cell_the_runner_writes_is_read_back(tmp_path):
-    """The reader refuses what is wrong, never what the runner itself writes."""
+    """The reader refuses what is wrong, never what the runner itself writes,
+    and gives back the cell that was written."""
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     pinned = versions.select(["bookworm-6.1"])[0]
     for variant in series.VARIANTS:
-        cell = runner.cell_base(pinned, variant)
-        cell.update(inputs=matrix.inputs(pinned, series.load(pinned.name), variant),
-                    key="0" * 64, reused_from=series.VARIANTS[0], resumed=True)
-        cell["inputs"]["bzimage_sha256"] = None  # a reused cell whose source had none
-        assert results.Reader(tmp_path / "cell.json").cell(cell, "cell") == cell
+        cell = runner.chain.new_cell(pinned, variant,
+                                     store.inputs(pinned, series.load(pinned.name), variant),
+                                     key="0" * 64)
+        cell.reused_from, cell.resumed = series.VARIANTS[0], True
+        cell.inputs.sources_sha256 = "1" * 64
+        cell.timings.record("boot", 4.2)
+        cell.checks = [verdict.Check("signed_loads", True, None, ("# seen",)),
+                       verdict.Check("forced_loads", False, False)]
+        written = json.loads(json.dumps(cell.as_json()))
+        assert results.Reader(tmp_path / "cell.json").cell(written, "cell") == cell
+
+
+def test_a_check_whose_matches_disagrees_is_refused(tmp_path, taintport):
+    def edit(doc):
+        doc["cells"][0]["checks"][0]["matches"] = False
+    refused(taintport("report", edited(tmp_path, edit)), "cells[0].checks[0].matches")
+
+
+def test_an_exit_code_its_cells_do_not_give_is_refused(tmp_path, taintport):
+    refused(taintport("report", edited(tmp_path, lambda doc: doc.update(exit_code=1))),
+            "matrix.json: exit_code: expected 0, as its cells give")
+
+
+def test_an_unknown_stage_is_refused(tmp_path, taintport):
+    def edit(doc):
+        doc["cells"][0]["timings"]["coffee"] = 1.0
+    refused(taintport("report", edited(tmp_path, edit)), "cells[0].timings.coffee")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import cli, fetch, kconfig, matrix, results, series, versions
+from taintport import cli, fetch, kconfig, matrix, results, series, store, versions
 from taintport.cache import Cache
 from taintport.process import STOPPING
 
@@ -38,8 +38,8 @@ def keyed(tmp_path):
     for variant in VARIANTS:
         path = out / VERSION / variant / "cell.json"
         cell = json.loads(path.read_text())
-        cell["key"] = matrix.cell_key(matrix.inputs(pinned, quilt_series, variant),
-                                      runner.tools, runner.timeout)
+        cell["key"] = store.cell_key(store.inputs(pinned, quilt_series, variant),
+                                     runner.tools, runner.timeout)
         path.write_text(json.dumps(cell))
     return out, runner, pinned
 
@@ -91,7 +91,7 @@ def test_resume_of_one_version_keeps_the_other_versions_cells(tmp_path):
 
 def test_resume_runs_again_the_cells_whose_inputs_changed(tmp_path, monkeypatch):
     out, runner, pinned = keyed(tmp_path)
-    runner.earlier = results.earlier_cells(out)
+    runner.folder.read_earlier()
     _, done, todo = runner.plan(pinned, VARIANTS)
     assert [d.variant for d in done] == VARIANTS and not todo
     # kconfigs/base.config edited after the interrupted run
@@ -102,7 +102,7 @@ def test_resume_runs_again_the_cells_whose_inputs_changed(tmp_path, monkeypatch)
     fragments = kconfig.fragments
     monkeypatch.setattr(kconfig, "fragments", lambda name: fragments(name, edited))
     _, done, todo = runner.plan(pinned, VARIANTS)
-    assert not done and [t[0] for t in todo] == VARIANTS
+    assert not done and [t.variant for t in todo] == VARIANTS
 
 
 def test_the_report_says_which_cells_were_resumed(tmp_path, taintport):
@@ -148,6 +148,6 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
     STOPPING.clear()
     # --resume has all of them to run
     resumed = matrix.Runner(Cache(tmp_path / "cache"), out, quilt_dir=quilt, resume=True)
-    resumed.earlier = results.earlier_cells(out)
+    resumed.folder.read_earlier()
     _, done, todo = resumed.plan(small, VARIANTS)
-    assert not done and [t[0] for t in todo] == VARIANTS
+    assert not done and [t.variant for t in todo] == VARIANTS

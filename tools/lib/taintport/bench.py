@@ -154,7 +154,7 @@ def run(main_cache, chosen, out, parallel=2):
         code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
     finally:
         TOUCHED.write_bytes(original)
-    rerun = sum(1 for c in edited_runner.ordered_cells() if not c.get("reused"))
+    rerun = sum(1 for c in edited_runner.ordered_cells() if not c.reused)
     if code != 0:
         raise RunError("bench", f"the rerun after the edit exited {code}; see {out / 'edited'}")
     # The cells' reports and logs are in out already; the bench's own logs
@@ -168,8 +168,8 @@ def run(main_cache, chosen, out, parallel=2):
 
 
 def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
-    by = {(c["version"], c["variant"]): c["timings"] for c in cells}
-    booted = [c for c in cells if "boot" in c["timings"]]
+    by = {c.where: c.timings.as_json() for c in cells}
+    boots_seen = [c.timings.boot for c in cells if c.timings.boot is not None]
     rows = []
     naive = 0.0
     for v in chosen:
@@ -188,14 +188,14 @@ def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, pa
             + extracts[v.name]
     cold_sum = sum(solo.values())
     ratio = wall / cold_sum
-    worst_boot = max(c["timings"]["boot"] for c in booted)
-    reused = sum(1 for c in cells if c.get("reused_from"))
+    worst_boot = max(boots_seen)
+    reused = sum(1 for c in cells if c.reused_from)
     worst_layer = max(s + q for s, q in layers.values())
     text = f"""# Benchmarks
 
 Written by `make bench` ({time.strftime('%Y-%m-%d')}) from one run on this machine:
 {os.cpu_count()} cores, {platform.machine()}, QEMU accelerator
-`{cells[0]['accelerator']}`, ccache disabled so cold builds are cold, the
+`{cells[0].accelerator}`, ccache disabled so cold builds are cold, the
 pinned .debs already downloaded (the network is not measured), each timed
 step started after a sync (none pays for an earlier step's writes). The matrix ran
 {len(cells)} cells with `--parallel {parallel}` (kernels side by side); {reused} of them
@@ -224,7 +224,7 @@ matrix" is what the kernel's worker waited for: the first two extract
 | rerun with nothing changed | **{warm:.1f} s** | <= 90 s |
 | rerun after touching `{TOUCHED.relative_to(REPO)}` (mtime) | {touched:.1f} s | |
 | rerun after editing it (one comment line; {edited[1]} cells ran again) | {edited[0]:.0f} s | |
-| worst boot + test of a cell ({cells[0]['accelerator']}) | **{worst_boot:.1f} s** | <= 6 s |
+| worst boot + test of a cell ({cells[0].accelerator}) | **{worst_boot:.1f} s** | <= 6 s |
 | worst layer time of a tree | **{worst_layer:.1f} s** | <= 5 s |
 | naive way: one cold build, dracut and boot per variant of each kernel + the extraction, one after another (computed) | {naive:.0f} s | |
 | speed-up over the naive way | **{naive / wall:.1f}x** | >= 2.5x |

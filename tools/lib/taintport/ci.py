@@ -17,8 +17,9 @@ from pathlib import Path
 
 import yaml
 
-from . import REPO, report, results, versions
+from . import REPO, results, versions
 from .cache import Cache
+from .cells import Cell, Matrix
 from .errors import InputError, TaintportError
 from .verdict import Status
 
@@ -209,18 +210,18 @@ def escape_property(text):
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(cell):
+def annotation(cell: Cell) -> str | None:
     """The workflow command for one cell worth a line on the run page, or None."""
-    where = f"{cell['version']} {cell['variant']}"
-    status = cell["status"]
-    if status == Status.UNEXPECTED.value:
-        wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
+    where = f"{cell.version} {cell.variant}"
+    status = cell.status
+    if status is Status.UNEXPECTED:
+        wrong = [c.name for c in cell.failing]
         level, title = "error", f"{where}: kernel regression (unexpected)"
         message = f"{len(wrong)} check(s) differ from expectations: {', '.join(wrong)}"
-    elif status == Status.ERROR.value:
+    elif status is Status.ERROR:
         level, title = "error", f"{where}: the run broke (error, no verdict)"
-        message = "; ".join(cell["errors"]) or "no error recorded"
-    elif status == Status.KNOWN_BUG.value:
+        message = "; ".join(cell.errors) or "no error recorded"
+    elif status is Status.KNOWN_BUG:
         level, title = "notice", f"{where}: known bug as shipped"
         message = "as expected: the tree as shipped lacks a fix of the family"
     else:
@@ -228,8 +229,8 @@ def annotation(cell):
     return f"::{level} title={escape_property(title)}::{escape_data(message)}"
 
 
-def annotations(doc):
-    return [line for line in map(annotation, doc["cells"]) if line]
+def annotations(doc: Matrix) -> list[str]:
+    return [line for line in map(annotation, doc.cells) if line]
 
 
 # -- the pinned tools ----------------------------------------------------------
@@ -293,7 +294,7 @@ def merged_exit(project, gitlab_code):
         doc = results.load_matrix(Path(project) / "results" / "merged")
     except TaintportError:
         return BROKEN
-    code = report.exit_code(doc["cells"])
+    code = doc.exit_code
     return code if code or gitlab_code == 0 else BROKEN
 
 

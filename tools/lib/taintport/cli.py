@@ -1,16 +1,17 @@
 """Command line: the matrix, and one verb per stage for debugging a single step."""
 import argparse
-import secrets
 import signal
 import sys
 import time
 import traceback
 from pathlib import Path
 
-from . import (bench, boot, build, carry, ci, compare, fetch, initramfs, ktap, layer, matrix,
-               pointreleases, regen, render, report, results, series, verdict, versions)
+from . import (bench, boot, build, carry, ci, compare, fetch, layer, matrix, pointreleases,
+               regen, render, report, results, series, stages, store, verdict, versions)
 from .cache import Cache
+from .cells import exit_code, word
 from .errors import InputError, TaintportError
+from .progress import Progress
 
 DESCRIPTION = """\
 Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
@@ -131,12 +132,15 @@ def parser():
     add_common(p)
     one_cell(p)
 
-    p = sub.add_parser("boot", help="boot a built cell once and print its verdict")
+    p = sub.add_parser("boot", help="boot a built cell once, judge it as the matrix does, "
+                                    "print its verdict")
     add_common(p)
     one_cell(p)
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT)
     p.add_argument("--accel", choices=("kvm", "tcg"), help="skip the KVM probe")
     p.add_argument("--append", default="", help="extra kernel command line")
+    p.add_argument("--out", type=Path, help="results folder for the cell (default "
+                                            "results/<timestamp>/)")
 
     p = sub.add_parser(
         "report", help="re-render reports, compare two runs, merge CI runs",
@@ -338,42 +342,41 @@ def cmd_build(args, cache):
 
 
 def cmd_boot(args, cache):
-    version = versions.select([args.version])[0]
-    folder = cache.artifacts(version, args.variant)
-    bzimage = folder / "bzImage"
-    if not bzimage.exists():
-        print(f"taintport: {bzimage} missing; run 'taintport build --version {version.name} "
-              f"--variant {args.variant}' first", file=sys.stderr)
-        return 2
-    release = build.kernel_release(cache.tree(version), cache.build(version),
-                                   *build.make_args(cache.build(version), 1, cache.root))
-    art = build.Artifacts(directory=folder, bzimage=bzimage,
-                          modules=build.module_files(folder),
-                          agent=folder / "taintport-agent", release=release)
-    token = secrets.token_hex(8)
-    log = cache.root / "logs" / f"boot-{version.name}-{args.variant}.log"
-    base = initramfs.base(art.agent, release, cache.root, folder / "initramfs-base.img", log)
-    image = initramfs.build(art, token, base, folder / "initramfs.img")
-    accel = boot.Accel(args.accel, "chosen on the command line") if args.accel \
-        else boot.probe(bzimage, folder)
-    console = folder / "console.log"
-    append = f"console=ttyS0 panic=-1 taintport.token={token} {args.append}".strip()
-    booted = boot.boot(bzimage, image, console, append, accel.name, args.timeout)
-    parsed = ktap.parse(console.read_text(errors="replace") if console.exists() else "")
-    if booted.timed_out:
-        parsed.errors.insert(0, f"guest killed at the {args.timeout}s timeout")
-    print(results.printable("\n".join(parsed.lines)))
-    expectations = verdict.load()
-    states = expectations.states(args.variant, version.ships)
-    judgement = verdict.judge(parsed, expectations.expected(states),
-                              expectations.known_bug(args.variant, states))
-    print(f"\n{version.name} {args.variant}: {judgement.status.value} "
-          f"({accel.name}, {booted.seconds:.1f}s, console {console})")
-    for line in judgement.errors:
+    """One cell through the matrix's own chain (stages.Chain), from the
+    artifacts `taintport build` left: the same checks, files and verdict."""
+    version, tree, quilt_series = cell_setup(args, cache)
+    out = args.out or matrix.default_out()
+    with results.writing(out):
+        print(f"results: {out}", flush=True)
+        progress = Progress(1)
+        chain = stages.Chain(cache, out, verdict.load(), progress, jobs=args.jobs,
+                             timeout=args.timeout, append=args.append,
+                             accel=boot.Accel(args.accel, "chosen on the command line")
+                             if args.accel else None)
+        cell = chain.new_cell(version, args.variant,
+                              store.inputs(version, quilt_series, args.variant))
+        try:
+            chain.boot(cell, chain.built_before(version, tree, quilt_series, cell))
+        except TaintportError as err:
+            cell.errors.append(str(err))
+        folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              store.tool_versions())
+        folder.order, folder.accelerator = [cell.where], chain.accel
+        folder.publish(cell)
+        progress.close()
+    ktap_txt = out / cell.logs.ktap
+    if ktap_txt.exists():
+        print(results.printable(ktap_txt.read_text()))
+    boot_time = cell.timings.boot
+    print(f"\n{version.name} {args.variant}: {cell.status.value} "
+          f"({cell.accelerator or 'no boot'}, "
+          f"{f'{boot_time:.1f}s' if boot_time is not None else 'no boot'}, "
+          f"console {out / cell.logs.console})")
+    for line in cell.errors:
         print(f"  error: {results.printable(line)}")
-    for check in judgement.failing:
-        print(f"  {check.name}: expected {check.expected}, observed {check.observed}")
-    return report.exit_code([{"status": judgement.status.value}])
+    for check in cell.failing:
+        print(f"  {check.name}: expected {word(check.expected)}, observed {word(check.observed)}")
+    return exit_code([cell])
 
 
 def locked_cell(func):
@@ -387,7 +390,7 @@ def locked_cell(func):
 
 def publish(out, doc, quilt_dir):
     """matrix.json and every report rendered from it."""
-    doc = report.write_document(out, doc)
+    report.write_document(out, doc)
     for path in render.render_all(out, doc, render.read_patches(doc, quilt_dir)):
         print(path)
 
@@ -408,7 +411,7 @@ def cmd_report(args, cache):
         doc = compare.merge(rest)
         compare.copy_logs(rest, args.out)
         publish(args.out, doc, args.quilt_dir)
-        return report.exit_code(doc["cells"])  # a CI report job fails as its cells do
+        return doc.exit_code  # a CI report job fails as its cells do
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR")
     publish(verb, render.load(verb), args.quilt_dir)

@@ -215,7 +215,7 @@ def _extract(deb, version, tree, log, nice=0):
             # Debian's source tarballs are xz in many blocks, so xz can
             # decompress them on every core (8.9 s -> 5.0 s for 7.3 on two).
             # Each stage is spawned, so an interrupted run ends them all.
-            stages = []
+            stages: list[subprocess.Popen] = []
             upstream = None
             for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
                         ["tar", "-xO", f"./{version.tarball}"],

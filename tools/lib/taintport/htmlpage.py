@@ -8,19 +8,22 @@ console, a log or a file is escaped.
 """
 import html
 from pathlib import Path
+from typing import Sequence
 
 from . import kcidb, report, series, summary
+from .cells import EXIT_MEANING, Cell, Matrix, Run, word
 from .results import printable
-from .verdict import Status
+from .verdict import Check, Status
 
+Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
 CONSOLE_TAIL = 60
-STATUS_WORDS = {s.value: s.value.replace("-", " ") for s in Status}
+STATUS_WORDS = {s: s.value.replace("-", " ") for s in Status}
 LEGEND = (("--ok", "as expected: every check matched test-matrix/expectations.toml"),
           ("--known", "known bug: as expected, and the distribution's tree lacks a fix"),
           ("--bad", "unexpected: the kernel is wrong"),
           ("--err", "error: the run broke, no verdict"))
 # the cells a reader must see first, in this order; they also open by themselves
-FIRST = {Status.UNEXPECTED.value: 0, Status.ERROR.value: 1}
+FIRST = {Status.UNEXPECTED: 0, Status.ERROR: 1}
 
 CSS = """
 :root { --ok: #1a7f37; --ok-bg: #dafbe1; --bad: #cf222e; --bad-bg: #ffebe9;
@@ -132,15 +135,15 @@ openTarget();
 """
 
 
-def esc(text):
+def esc(text: object) -> str:
     return html.escape(printable(text), quote=True)
 
 
-def anchor(cell):
-    return f"cell-{cell['version']}-{cell['variant']}"
+def anchor(cell: Cell) -> str:
+    return f"cell-{cell.version}-{cell.variant}"
 
 
-def read_text(path, tail=None):
+def read_text(path: Path, tail: int | None = None) -> str | None:
     """A results file as text, or None when the run never wrote it."""
     try:
         lines = Path(path).read_text(errors="replace").splitlines()
@@ -149,35 +152,35 @@ def read_text(path, tail=None):
     return "\n".join(lines[-tail:] if tail else lines)
 
 
-def kv_table(rows):
+def kv_table(rows: Sequence[tuple[str, object]]) -> str:
     body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows
                    if v not in (None, "", {}))
     return f'<table class="kv">{body}</table>'
 
 
-def grid(cells):
-    versions = {}
+def grid(cells: Sequence[Cell]) -> str:
+    versions: dict[str, dict[str, Cell]] = {}
     for cell in cells:
-        versions.setdefault(cell["version"], {})[cell["variant"]] = cell
+        versions.setdefault(cell.version, {})[cell.variant] = cell
     variants = [v for v in series.VARIANTS if any(v in row for row in versions.values())]
-    variants += sorted({c["variant"] for c in cells} - set(variants))
+    variants += sorted({c.variant for c in cells} - set(variants))
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = []
     for version, row in versions.items():
-        package = next((c["inputs"].get("package_version") for c in row.values()
-                        if c["inputs"]), "")
+        package = next((c.inputs.package_version for c in row.values() if c.inputs), "")
         tds = []
         for variant in variants:
-            cell = row.get(variant)
-            if cell is None:
+            ran = row.get(variant)
+            if ran is None:
                 tds.append('<td class="absent">not run</td>')
                 continue
-            detail = esc(report.summary_of(cell))
+            detail = esc(report.summary_of(ran))
+            status = ran.status.value
             tds.append(
-                f'<td class="{esc(cell["status"])}" data-version="{esc(version)}" '
-                f'data-variant="{esc(variant)}" data-status="{esc(cell["status"])}">'
-                f'<a href="#{esc(anchor(cell))}" title="{detail}">'
-                f'<span class="status">{esc(STATUS_WORDS.get(cell["status"], cell["status"]))}'
+                f'<td class="{status}" data-version="{esc(version)}" '
+                f'data-variant="{esc(variant)}" data-status="{status}">'
+                f'<a href="#{esc(anchor(ran))}" title="{detail}">'
+                f'<span class="status">{esc(STATUS_WORDS[ran.status])}'
                 f'</span><span class="detail">{detail}</span></a></td>')
         rows.append(f'<tr><th scope="row">{esc(version)}<small>{esc(package)}</small></th>'
                     + "".join(tds) + "</tr>")
@@ -187,7 +190,7 @@ def grid(cells):
             f'<tbody>{"".join(rows)}</tbody></table><p class="legend">{legend}</p>')
 
 
-def known_bugs(cells):
+def known_bugs(cells: Sequence[Cell]) -> str:
     lines = report.known_bugs(cells)
     if not lines:
         return ""
@@ -195,7 +198,7 @@ def known_bugs(cells):
     return f'<h2>Known bugs of the kernels as shipped</h2><ul class="known">{items}</ul>'
 
 
-def fix_grid(cells):
+def fix_grid(cells: Sequence[Cell]) -> str:
     """Each fix's state in each cell's tree."""
     grid = report.fix_grid(cells)
     if not grid:
@@ -204,18 +207,18 @@ def fix_grid(cells):
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = "".join(
         f"<tr><th scope=\"row\">{esc(version)}</th><th>{esc(fix)}</th>"
-        + "".join(f'<td class="fix-{esc(states.get(v, "none"))}">{esc(states.get(v, "-"))}</td>'
-                  for v in variants) + "</tr>"
+        + "".join(f'<td class="fix-{states[v].value}">{states[v].value}</td>' if v in states
+                  else '<td class="fix-none">-</td>' for v in variants) + "</tr>"
         for version, fix, states in grid)
     return (f'<table class="grid fixes"><thead><tr><th>version</th><th>fix</th>{head}</tr>'
             f"</thead><tbody>{rows}</tbody></table>")
 
 
-def checks_table(cell):
+def checks_table(cell: Cell) -> str:
     """One row a test, grouped by KTAP subtest (load mode); host checks first."""
-    groups: dict[str, list] = {}
-    for check in cell["checks"]:
-        subtest, dot, test = check["name"].partition(".")
+    groups: dict[str, list[tuple[str, Check]]] = {}
+    for check in cell.checks:
+        subtest, dot, test = check.name.partition(".")
         groups.setdefault(subtest if dot else "host", []).append((test if dot else subtest,
                                                                   check))
     rows = []
@@ -224,38 +227,38 @@ def checks_table(cell):
         for test, check in checks:
             status = kcidb.check_status(cell, check).value
             rows.append(f'<tr><td>{esc(test)}</td>'
-                        f'<td class="{status}" title="{esc(check["name"])}: {status}">'
-                        f'{esc(check["observed"])}</td><td>{esc(check["expected"])}</td></tr>')
+                        f'<td class="{status}" title="{esc(check.name)}: {status}">'
+                        f'{esc(word(check.observed))}</td>'
+                        f'<td>{esc(word(check.expected))}</td></tr>')
     return ('<table class="checks"><thead><tr><th>test</th><th>observed</th>'
             f'<th>expected</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def mismatches(cell):
-    wrong = [c for c in cell["checks"]
-             if kcidb.check_status(cell, c) is kcidb.Status.FAIL]
+def mismatches(cell: Cell) -> str:
+    wrong = [c for c in cell.checks if kcidb.check_status(cell, c) is kcidb.Status.FAIL]
     if not wrong:
         return ""
     items = "".join(
-        f"<li><code>{esc(c['name'])}</code>: expected {esc(c['expected'])}, observed "
-        f"{esc(c['observed'])}<pre>{esc(chr(10).join(kcidb.evidence(cell, c)))}</pre></li>"
+        f"<li><code>{esc(c.name)}</code>: expected {esc(word(c.expected))}, observed "
+        f"{esc(word(c.observed))}<pre>{esc(chr(10).join(kcidb.evidence(cell, c)))}</pre></li>"
         for c in wrong)
     return f'<h3>Checks that differ</h3><ul class="mismatches">{items}</ul>'
 
 
-def dmesg(cell):
-    lines = [d for c in cell["checks"] for d in c["diagnostics"] if ": dmesg: " in d]
+def dmesg(cell: Cell) -> str:
+    lines = [d for c in cell.checks for d in c.diagnostics if ": dmesg: " in d]
     if not lines:
         return ""
     return ("<h3>Kernel log during each load</h3><pre>"
             + esc("\n".join(line.replace(": dmesg: ", ": ", 1) for line in lines)) + "</pre>")
 
 
-def sub(title, body_html, open_=False):
+def sub(title: str, body_html: str, open_: bool = False) -> str:
     return (f'<details class="sub"{" open" if open_ else ""}><summary>{esc(title)}</summary>'
             f"{body_html}</details>")
 
 
-def patch_html(text):
+def patch_html(text: str) -> str:
     spans = []
     for line in text.splitlines():
         kind = ("add" if line.startswith("+") and not line.startswith("+++") else
@@ -265,114 +268,114 @@ def patch_html(text):
     return '<pre class="patch">' + "\n".join(spans) + "</pre>"
 
 
-def patches_html(cell, patches):
-    listed = cell["inputs"].get("series", {})
+def patches_html(cell: Cell, patches: Patches | None) -> str:
+    listed = cell.inputs.series if cell.inputs else {}
     if not listed:
         return ""
-    known = (patches or {}).get(cell["version"], {})
+    known = (patches or {}).get(cell.version, {})
     parts = []
     for name, digest in listed.items():
         title = f"{name}  (sha256 {digest[:16]}…)"
         parts.append(sub(title, patch_html(known[name]) if name in known else
-                         f'<p class="muted">quilt/{esc(cell["version"])}/{esc(name)} is not '
+                         f'<p class="muted">quilt/{esc(cell.version)}/{esc(name)} is not '
                          "available with the sha256 the run used</p>"))
     return "<h3>Quilt patches applied</h3>" + "".join(parts)
 
 
-def headline(cell):
+def headline(cell: Cell) -> str:
     """checks, how many differ or went unreported, kernel, accelerator, boot time"""
-    statuses = [kcidb.check_status(cell, c) for c in cell["checks"]]
-    facts = [f"{len(cell['checks'])} checks"]
+    statuses = [kcidb.check_status(cell, c) for c in cell.checks]
+    facts: list[str | None] = [f"{len(cell.checks)} checks"]
     if statuses.count(kcidb.Status.FAIL):
         facts.append(f"{statuses.count(kcidb.Status.FAIL)} differ")
     if statuses.count(kcidb.Status.MISS):
         facts.append(f"{statuses.count(kcidb.Status.MISS)} not reported")
-    facts += [cell["kernel_release"], cell["accelerator"]]
-    facts.append(f"boot {summary.seconds(cell['timings'].get('boot'))}")
-    return " · ".join(str(f) for f in facts if f)
+    facts += [cell.kernel_release, cell.accelerator]
+    facts.append(f"boot {summary.seconds(cell.timings.boot)}")
+    return " · ".join(f for f in facts if f)
 
 
-def facts_table(cell):
-    rows = [("kernel release", cell["kernel_release"]),
-            ("accelerator", cell["accelerator"]),
-            ("QEMU exit code", cell["qemu_exit_code"]),
-            ("reused", "yes: inputs unchanged since a stored run" if cell.get("reused")
-             else None),
-            ("resumed", "yes: kept from the interrupted run" if cell.get("resumed") else None)]
-    for key, value in cell["inputs"].items():
+def facts_table(cell: Cell) -> str:
+    rows: list[tuple[str, object]] = [
+        ("kernel release", cell.kernel_release),
+        ("accelerator", cell.accelerator),
+        ("QEMU exit code", cell.qemu_exit_code),
+        ("reused", "yes: inputs unchanged since a stored run" if cell.reused else None),
+        ("resumed", "yes: kept from the interrupted run" if cell.resumed else None)]
+    for key, value in (cell.inputs.as_json() if cell.inputs else {}).items():
         if isinstance(value, dict):  # series, fragments: name -> sha256
             rows += [(f"{key} {name}", digest) for name, digest in value.items()]
         else:
             rows.append((key.replace("_", " "), value))
-    timings = [(stage, f"{s:.2f} s") for stage, s in cell["timings"].items()]
-    timings.append(("total", f"{sum(cell['timings'].values()):.2f} s"))
+    timings: list[tuple[str, object]] = [(stage, f"{s:.2f} s")
+                                         for stage, s in cell.timings.items()]
+    timings.append(("total", f"{cell.timings.total():.2f} s"))
     return ('<div class="facts"><div><h3>Timings</h3>' + kv_table(timings)
             + "</div><div><h3>Inputs</h3>" + kv_table(rows) + "</div></div>")
 
 
-def cell_section(cell, out_dir, patches):
+def cell_section(cell: Cell, out_dir: Path, patches: Patches | None) -> str:
     out_dir = Path(out_dir)
     parts = []
-    if cell["errors"]:
+    if cell.errors:
         parts.append('<div class="errors"><b>The run broke:</b><pre>'
-                     + esc("\n".join(cell["errors"])) + "</pre></div>")
-    if cell.get("panic"):
-        parts.append("<h3>Kernel panic</h3><pre>" + esc("\n".join(cell["panic"])) + "</pre>")
+                     + esc("\n".join(cell.errors)) + "</pre></div>")
+    if cell.panic:
+        parts.append("<h3>Kernel panic</h3><pre>" + esc("\n".join(cell.panic)) + "</pre>")
     parts.append(mismatches(cell))
-    if cell["checks"]:
+    if cell.checks:
         parts.append("<h3>Checks: observed (and expected, where they differ)</h3>"
                      + checks_table(cell))
     parts.append(dmesg(cell))
-    console = Path(cell["logs"]["console"])
-    ktap = read_text(out_dir / console.parent / "ktap.txt")
+    ktap = read_text(out_dir / cell.logs.ktap)
     if ktap is not None:
         parts.append(sub(f"KTAP ({len(ktap.splitlines())} lines)", f"<pre>{esc(ktap)}</pre>"))
-    if cell["status"] in FIRST:
-        tail = read_text(out_dir / console, tail=CONSOLE_TAIL)
+    if cell.status in FIRST:
+        tail = read_text(out_dir / cell.logs.console, tail=CONSOLE_TAIL)
         if tail is not None:
             parts.append(sub(f"Console, last {CONSOLE_TAIL} lines", f"<pre>{esc(tail)}</pre>",
-                             open_=cell["status"] == Status.ERROR.value))
+                             open_=cell.status is Status.ERROR))
     parts.append(facts_table(cell))
     parts.append(patches_html(cell, patches))
-    links = [cell["logs"]["build"], cell["logs"]["console"], str(console.parent / "ktap.txt")]
+    links = [cell.logs.build, cell.logs.console, cell.logs.ktap]
     parts.append('<p class="links">' + "".join(
         f'<a href="{esc(path)}">{esc(Path(path).name)}</a>' for path in links
         if (out_dir / path).exists()) + "</p>")
-    status = cell["status"]
-    return (f'<details class="cell {esc(status)}" id="{esc(anchor(cell))}"'
-            f'{" open" if status in FIRST else ""}>'
-            f'<summary><span class="badge {esc(status)}">{esc(STATUS_WORDS.get(status, status))}'
-            f'</span>{esc(cell["version"])} · {esc(cell["variant"])}'
+    status = cell.status.value
+    return (f'<details class="cell {status}" id="{esc(anchor(cell))}"'
+            f'{" open" if cell.status in FIRST else ""}>'
+            f'<summary><span class="badge {status}">{esc(STATUS_WORDS[cell.status])}'
+            f'</span>{esc(cell.version)} · {esc(cell.variant)}'
             f'<span class="muted">{esc(headline(cell))}</span></summary>'
             f'<div class="body">{"".join(parts)}</div></details>')
 
 
-def environment(doc):
+def environment(doc: Matrix) -> str:
     items = []
-    for run in kcidb.runs(doc):
-        accel = run.get("accelerator") or {}
-        tools = ", ".join(f"{k}: {v}" for k, v in sorted(run.get("tools", {}).items()))
-        where = f"{run['dir']} · " if "dir" in run else ""
-        items.append(f"<li>{esc(where)}started {esc(run.get('started', '-'))} · accelerator "
-                     f"{esc(accel.get('name', '-'))} ({esc(accel.get('reason', 'no boot'))})"
-                     f"<br>{esc(tools)}</li>")
+    for run in doc.all_runs():
+        accel = run.accelerator
+        tools = ", ".join(f"{k}: {v}" for k, v in sorted(run.tools.items()))
+        where = f"{run.dir} · " if isinstance(run, Run) else ""
+        items.append(f"<li>{esc(where)}started {esc(run.started or '-')} · accelerator "
+                     f"{esc(accel.name if accel else '-')} "
+                     f"({esc(accel.reason if accel else 'no boot')})<br>{esc(tools)}</li>")
     return f"<ul>{''.join(items)}</ul>"
 
 
-def render(doc, out_dir, patches=None):
+def render(doc: Matrix, out_dir: Path, patches: Patches | None = None) -> str:
     """The page for a matrix document whose logs live under out_dir.
 
     patches: {version: {"group/name.patch": text}}, the quilt patches to show
     (see render.read_patches); a patch not given is listed by name only.
     """
-    cells = doc["cells"]
-    code = doc["exit_code"]
-    by_status = {s: sum(1 for c in cells if c["status"] == s) for s in STATUS_WORDS}
+    cells = doc.cells
+    code = doc.exit_code
+    by_status = {s: sum(1 for c in cells if c.status is s) for s in Status}
     tally = " · ".join(f"<b>{n}</b> {esc(STATUS_WORDS[s])}" for s, n in by_status.items())
     total = summary.counts(cells)
-    ordered = sorted(cells, key=lambda c: FIRST.get(c["status"], len(FIRST)))
+    ordered = sorted(cells, key=lambda c: FIRST.get(c.status, len(FIRST)))
     title = f"taintport matrix: {len(cells)} cells, exit {code}"
-    meaning = summary.MEANING.get(code, "unknown")
+    meaning = EXIT_MEANING[code]
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -385,7 +388,7 @@ def render(doc, out_dir, patches=None):
 <header>
 <h1>taintport matrix</h1>
 <span class="banner exit-{esc(code)}">exit {esc(code)}: {esc(meaning)}</span>
-<span class="muted">&nbsp; started {esc(doc.get("started", "-"))}</span>
+<span class="muted">&nbsp; started {esc(doc.started or "-")}</span>
 <p class="counts">{len(cells)} cells: {tally} &nbsp;|&nbsp; checks: {esc(total)}</p>
 </header>
 <main>
@@ -399,7 +402,7 @@ def render(doc, out_dir, patches=None):
 <h2>Environment</h2>
 {environment(doc)}
 </main>
-<footer>generated by taintport from matrix.json ({esc(doc.get("schema", ""))})</footer>
+<footer>generated by taintport from matrix.json ({esc(doc.schema)})</footer>
 <script>{JS}</script>
 </body>
 </html>

@@ -9,21 +9,24 @@ import re
 import xml.etree.ElementTree as ET
 
 from . import kcidb
+from .cells import Cell, Matrix, word
 from .results import printable
+from .verdict import Check
 
 # XML 1.0 has no escape for most control characters; console text can hold them
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+TALLIES = ("tests", "failures", "errors", "skipped")
 
 
-def xml_text(text):
+def xml_text(text: str) -> str:
     return NOT_XML.sub("\ufffd", printable(text))
 
 
-def seconds(value):
+def seconds(value: float | None) -> str:
     return f"{value or 0:.2f}"
 
 
-def outcome(case, status, message, text):
+def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str) -> None:
     message, text = xml_text(message), xml_text(text)
     if status is kcidb.Status.FAIL:
         ET.SubElement(case, "failure", message=message, type="FAIL").text = text
@@ -33,73 +36,75 @@ def outcome(case, status, message, text):
         ET.SubElement(case, "skipped", message=message)
 
 
-def check_case(suite, cell, check, classname):
-    case = ET.SubElement(suite, "testcase", classname=classname, name=check["name"])
+def check_case(suite: ET.Element, cell: Cell, check: Check, classname: str) -> kcidb.Status:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=check.name)
     status = kcidb.check_status(cell, check)
-    wanted = f"expected {check['expected']}, observed {check['observed']}"
+    wanted = f"expected {word(check.expected)}, observed {word(check.observed)}"
     if status is kcidb.Status.ERROR:
-        message = f"the run broke ({wanted}): " + cell["errors"][0].splitlines()[0]
-        text = "\n".join(cell["errors"] + check["diagnostics"])
+        message = f"the run broke ({wanted}): " + cell.errors[0].splitlines()[0]
+        text = "\n".join([*cell.errors, *check.diagnostics])
     elif status is kcidb.Status.MISS:
-        message, text = f"not reported by the agent ({wanted})", "\n".join(cell["errors"])
+        message, text = f"not reported by the agent ({wanted})", "\n".join(cell.errors)
+    elif status is kcidb.Status.SKIP:
+        message, text = "the agent could not observe it", "\n".join(check.diagnostics)
     else:
-        message, text = wanted, "\n".join(check["diagnostics"])
+        message, text = wanted, "\n".join(check.diagnostics)
     outcome(case, status, message, text)
     return status
 
 
-def verdict_case(suite, cell, classname):
+def verdict_case(suite: ET.Element, cell: Cell, classname: str) -> kcidb.Status:
     case = ET.SubElement(suite, "testcase", classname=classname, name="verdict",
-                         time=seconds(cell["timings"].get("boot")))
+                         time=seconds(cell.timings.boot))
     status = kcidb.cell_status(cell)
-    wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
-    message = (cell["errors"][0].splitlines()[0] if cell["errors"]
+    wrong = [c.name for c in cell.failing]
+    message = (cell.errors[0].splitlines()[0] if cell.errors
                else f"{len(wrong)} check(s) differ from expectations.toml" if wrong
-               else cell["status"])
-    outcome(case, status, message, "\n".join(cell["errors"] + cell.get("panic", []) + wrong))
+               else cell.status.value)
+    outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong))
     return status
 
 
-def suite_of(root, cell, started):
-    classname = f"{cell['version']}.{cell['variant']}"
+def suite_of(root: ET.Element, cell: Cell, started: str | None) -> dict[str, int]:
+    classname = f"{cell.version}.{cell.variant}"
     suite = ET.SubElement(root, "testsuite", name=classname,
-                          time=seconds(sum(cell["timings"].values())))
+                          time=seconds(cell.timings.total()))
     if started:
         suite.set("timestamp", started.rstrip("Z"))
     props = ET.SubElement(suite, "properties")
-    values = {"status": cell["status"], "accelerator": cell["accelerator"],
-              **{f"fix.{fix}": state for fix, state in cell.get("fixes", {}).items()},
-              "reused_from": cell.get("reused_from"),
-              "kernel_release": cell["kernel_release"],
-              "package_version": cell["inputs"].get("package_version"),
-              **{f"timing.{stage}": seconds(s) for stage, s in cell["timings"].items()}}
+    values = {"status": cell.status.value, "accelerator": cell.accelerator,
+              **{f"fix.{fix}": state.value for fix, state in cell.fixes.items()},
+              "reused_from": cell.reused_from,
+              "kernel_release": cell.kernel_release,
+              "package_version": cell.inputs.package_version if cell.inputs else None,
+              **{f"timing.{stage}": seconds(s) for stage, s in cell.timings.items()}}
     for name, value in values.items():
         if value is not None:
             ET.SubElement(props, "property", name=name, value=xml_text(str(value)))
     statuses = [verdict_case(suite, cell, classname)]
-    statuses += [check_case(suite, cell, check, classname) for check in cell["checks"]]
+    statuses += [check_case(suite, cell, check, classname) for check in cell.checks]
     tally = {"tests": len(statuses),
              "failures": statuses.count(kcidb.Status.FAIL),
              "errors": statuses.count(kcidb.Status.ERROR) + statuses.count(kcidb.Status.MISS),
              "skipped": statuses.count(kcidb.Status.SKIP)}
-    for key, value in tally.items():
-        suite.set(key, str(value))
+    for key, count in tally.items():
+        suite.set(key, str(count))
     return tally
 
 
-def render(doc):
+def render(doc: Matrix) -> str:
     root = ET.Element("testsuites", name="taintport")
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for cell in doc["cells"]:
-        tally = suite_of(root, cell, kcidb.run_of(doc, cell).get("started"))
+    totals = dict.fromkeys(TALLIES, 0)
+    for cell in doc.cells:
+        tally = suite_of(root, cell, doc.run_of(cell).started)
         totals = {k: totals[k] + tally[k] for k in totals}
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", seconds(sum(sum(c["timings"].values()) for c in doc["cells"])))
+    for key, count in totals.items():
+        root.set(key, str(count))
+    root.set("time", seconds(sum(c.timings.total() for c in doc.cells)))
     for element in root.iter():
         # every name and value, not only the guest's text: a hand-edited
         # matrix.json can put a control character anywhere
-        for key, value in element.attrib.items():
-            element.set(key, xml_text(value))
+        for key, text in element.attrib.items():
+            element.set(key, xml_text(text))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

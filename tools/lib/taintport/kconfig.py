@@ -63,7 +63,7 @@ def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSION
 
 def merged(frags):
     """The options as merge_config.sh leaves them: a later fragment's value wins."""
-    options = {}
+    options: dict[str, Option] = {}
     for frag in frags:
         for opt in parse(frag):
             options.pop(opt.name, None)

@@ -459,8 +459,8 @@ def generate(tree: Path, letter: str = "E", fixes=None) -> LayerPatch:
     chosen = _fixes(fixes)
     files = sorted({rel for fix in chosen for spec in fix.pieces for rel in spec.paths
                     if (tree / rel).is_file()})
-    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch_name:
+        scratch = Path(scratch_name)
         for rel in files:
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(tree / rel, scratch / rel)

@@ -64,13 +64,16 @@ def piece_files(deb, package, dest):
             upstream = proc.stdout
             stages.append(proc)
         failure = None
+        assert upstream is not None  # the last stage's stdout is a pipe
         try:
             with tarfile.open(fileobj=upstream, mode="r|") as tar:
                 for info in tar:
                     if info.name in wanted and info.isfile():
+                        member = tar.extractfile(info)
+                        assert member is not None  # a regular file has its data
                         target = Path(dest) / info.name.split("/", 1)[1]
                         target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(tar.extractfile(info).read())
+                        target.write_bytes(member.read())
             while upstream.read(1 << 20):
                 pass  # the padding after the archive: xz must not die of SIGPIPE
         except tarfile.TarError as err:

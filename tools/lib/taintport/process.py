@@ -18,7 +18,7 @@ TAIL_LINES = 20
 
 # Every child process group still running, so that an interrupted run can end
 # them all from the main thread while worker threads wait on them.
-LIVE = set()
+LIVE: set[subprocess.Popen] = set()
 STOPPING = threading.Event()
 
 

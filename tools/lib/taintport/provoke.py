@@ -11,12 +11,15 @@ with STATUS `unexpected` or `error`. Never set it outside a test: every cell
 it touches says so in its checks or errors, the cell store keeps the cell as
 judged, and an unset variable changes nothing.
 """
+import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import names
 from .errors import InputError
+from .cells import Cell
 from .verdict import Check, Status
 
 VARIABLE = "TAINTPORT_TEST_PROVOKE"
@@ -30,7 +33,7 @@ class Target:
     variant: str
 
 
-def from_environment(environ=os.environ):
+def from_environment(environ: Mapping[str, str] = os.environ) -> list[Target]:
     """The cells to provoke; InputError (exit 2) for a malformed value."""
     targets = []
     for item in filter(None, environ.get(VARIABLE, "").split(",")):
@@ -45,18 +48,19 @@ def from_environment(environ=os.environ):
     return targets
 
 
-def apply(targets, cell):
+def apply(targets: list[Target], cell: Cell) -> Cell:
     """The cell as published: a provoked copy when a target names it, else itself."""
     for target in targets:
-        if (target.version, target.variant) != (cell["version"], cell["variant"]):
+        if (target.version, target.variant) != cell.where:
             continue
         why = (f"test-only: {VARIABLE} made this cell {target.status.value} on purpose; "
                "no kernel behaved differently")
-        cell = dict(cell, status=target.status.value)
         if target.status is Status.ERROR:
-            cell["errors"] = list(cell["errors"]) + [why]
+            cell = dataclasses.replace(cell, status=target.status,
+                                       errors=[*cell.errors, why])
         else:
             provoked = Check(name="provoked_unexpected", expected=True, observed=False,
                              diagnostics=(why,))
-            cell["checks"] = list(cell["checks"]) + [provoked.as_dict()]
+            cell = dataclasses.replace(cell, status=target.status,
+                                       checks=[*cell.checks, provoked])
     return cell

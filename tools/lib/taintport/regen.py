@@ -149,8 +149,8 @@ def from_full_state(tree, quilt_series, version, log, letter="E"):
     tree = Path(tree)
     removed = series.touched_files(quilt_series.directory / p for p in full)
     pieces = {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
-    with tempfile.TemporaryDirectory(prefix="taintport-full-") as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="taintport-full-") as scratch_name:
+        scratch = Path(scratch_name)
         shipped = {}
         for rel in sorted(removed | pieces):
             if (tree / rel).is_file():

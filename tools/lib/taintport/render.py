@@ -9,28 +9,32 @@ from pathlib import Path
 
 from . import htmlpage, junit, results, series, summary
 from .cache import write_atomic
+from .cells import Matrix
 
-def load(results_dir):
+Patches = dict[str, dict[str, str]]  # {version: {"group/name.patch": text}}
+
+
+def load(results_dir: Path | str) -> Matrix:
     """matrix.json of a results folder, checked field by field (results.load_matrix)."""
     return results.load_matrix(results_dir)
 
 
-def read_patches(doc, quilt_dir=series.QUILT_DIR):
+def read_patches(doc: Matrix, quilt_dir: Path = series.QUILT_DIR) -> Patches:
     """The quilt patches the cells applied, when the files still hold what the run used."""
-    found = {}
-    for cell in doc["cells"]:
-        for name, digest in cell["inputs"].get("series", {}).items():
-            path = Path(quilt_dir) / cell["version"] / name
+    found: Patches = {}
+    for cell in doc.cells:
+        for name, digest in (cell.inputs.series if cell.inputs else {}).items():
+            path = Path(quilt_dir) / cell.version / name
             try:
                 data = path.read_bytes()
             except OSError:
                 continue
             if hashlib.sha256(data).hexdigest() == digest:
-                found.setdefault(cell["version"], {})[name] = data.decode(errors="replace")
+                found.setdefault(cell.version, {})[name] = data.decode(errors="replace")
     return found
 
 
-def render_all(out_dir, doc, patches=None):
+def render_all(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> list[Path]:
     """Write every report next to matrix.json; returns their paths."""
     reports = {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
                "index.html": htmlpage.render(doc, out_dir, patches)}

@@ -6,114 +6,93 @@ every cell it finished.
 import json
 import sys
 from pathlib import Path
+from typing import Sequence, TextIO
 
 from . import fixes, kcidb
 from .cache import write_atomic
+from .cells import Cell, Matrix, exit_code
 from .results import printable
-from .verdict import Status
-
-SCHEMA = "taintport-matrix/1"
+from .verdict import FixState, Status
 
 
-def exit_code(cells):
-    """tuxrun's convention: 2 when the run broke, 1 when a test came out wrong.
-    A known bug of a shipped tree is what the run set out to show: 0."""
-    statuses = {c["status"] for c in cells}
-    if not cells or Status.ERROR.value in statuses:
-        return 2
-    if Status.UNEXPECTED.value in statuses:
-        return 1
-    return 0
+def write_cell(out: Path, cell: Cell) -> None:
+    write_atomic(Path(out) / cell.version / cell.variant / "cell.json",
+                 json.dumps(cell.as_json(), indent=2) + "\n")
 
 
-def write_cell(out, cell):
-    write_atomic(Path(out) / cell["version"] / cell["variant"] / "cell.json",
-                 json.dumps(cell, indent=2) + "\n")
+def write_document(out: Path, doc: Matrix) -> None:
+    """matrix.json, with its "kcidb" view computed from the cells."""
+    data = doc.as_json()
+    data["kcidb"] = kcidb.report(doc)
+    write_atomic(Path(out) / "matrix.json", json.dumps(data, indent=2) + "\n")
 
 
-def write_matrix(out, meta, cells):
-    write_document(out, {"schema": SCHEMA, **meta, "exit_code": exit_code(cells),
-                         "cells": cells})
-
-
-def write_document(out, doc):
-    """matrix.json, with its "kcidb" view computed again from the cells."""
-    doc = {key: value for key, value in doc.items() if key != "kcidb"}
-    doc["kcidb"] = kcidb.report(doc)
-    write_atomic(Path(out) / "matrix.json", json.dumps(doc, indent=2) + "\n")
-    return doc
-
-
-def summary_of(cell):
-    if cell.get("reused"):
+def summary_of(cell: Cell) -> str:
+    if cell.reused:
         return summary_text(cell) + " (reused: inputs unchanged)"
-    if cell.get("resumed"):
+    if cell.resumed:
         return summary_text(cell) + " (resumed: kept from the earlier run, inputs unchanged)"
     return summary_text(cell)
 
 
-def known_bugs(cells):
+def known_bugs(cells: Sequence[Cell]) -> list[str]:
     """One line per fix a distribution's tree lacks as shipped: the
     first thing a release engineer reads ("bookworm-6.1 as shipped: ...")."""
     lines = []
     for cell in cells:
-        if cell["status"] != Status.KNOWN_BUG.value:
+        if cell.status is not Status.KNOWN_BUG:
             continue
-        for name, state in cell.get("fixes", {}).items():
-            if state == "missing":
-                fix = fixes.BY_NAME.get(name)
-                what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
-                        f"this tree; taintport carries it: the patched variant)"
-                        if fix else f"fix {name} missing")
-                lines.append(f"{cell['version']} {cell['variant']} (as shipped): {what}")
+        for name in cell.missing_fixes():
+            fix = fixes.BY_NAME.get(name)
+            what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
+                    f"this tree; taintport carries it: the patched variant)"
+                    if fix else f"fix {name} missing")
+            lines.append(f"{cell.version} {cell.variant} (as shipped): {what}")
     return lines
 
 
-def fix_grid(cells):
+def fix_grid(cells: Sequence[Cell]) -> list[tuple[str, str, dict[str, FixState]]]:
     """[(version, fix, {variant: state})]: each fix's state in each cell's tree."""
-    rows = {}
+    rows: dict[tuple[str, str], dict[str, FixState]] = {}
     for cell in cells:
-        for fix, state in cell.get("fixes", {}).items():
-            rows.setdefault((cell["version"], fix), {})[cell["variant"]] = state
+        for fix, state in cell.fixes.items():
+            rows.setdefault((cell.version, fix), {})[cell.variant] = state
     return [(version, fix, states) for (version, fix), states in rows.items()]
 
 
-def summary_text(cell):
-    if cell["status"] == Status.ERROR.value:
-        return "; ".join(cell["errors"])[:160]
-    if cell.get("reused_from"):
-        return (f"{len(cell['checks'])} checks: the {cell['reused_from']} cell's build and "
+def summary_text(cell: Cell) -> str:
+    if cell.status is Status.ERROR:
+        return "; ".join(cell.errors)[:160]
+    if cell.reused_from:
+        return (f"{len(cell.checks)} checks: the {cell.reused_from} cell's build and "
                 "boot (C sources byte-identical)")
-    wrong = [c["name"] for c in cell["checks"] if not c["matches"]]
+    wrong = [c.name for c in cell.failing]
     if wrong:
         return f"{len(wrong)} check(s) differ: " + ", ".join(wrong[:4]) + \
             (" ..." if len(wrong) > 4 else "")
-    if cell["status"] == Status.KNOWN_BUG.value:
-        missing = [f for f, state in cell.get("fixes", {}).items() if state == "missing"]
-        return (f"{len(cell['checks'])} checks; known bug as shipped: "
-                + ", ".join(missing) + " fix missing")
-    failing_ok = sum(1 for c in cell["checks"] if c["expected"] == "not ok")
-    return (f"{len(cell['checks'])} checks; {failing_ok} fail as expected (bug reproduced)"
-            if failing_ok and cell["variant"] == "reverted" else f"{len(cell['checks'])} checks")
+    if cell.status is Status.KNOWN_BUG:
+        return (f"{len(cell.checks)} checks; known bug as shipped: "
+                + ", ".join(cell.missing_fixes()) + " fix missing")
+    failing_ok = sum(1 for c in cell.checks if not c.expected)
+    return (f"{len(cell.checks)} checks; {failing_ok} fail as expected (bug reproduced)"
+            if failing_ok and cell.variant == "reverted" else f"{len(cell.checks)} checks")
 
 
-def table(cells, stream=sys.stdout):
+def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:
     colour = stream.isatty()
     paint = {Status.AS_EXPECTED.value: "\033[32m", Status.KNOWN_BUG.value: "\033[35m",
              Status.UNEXPECTED.value: "\033[31m", Status.ERROR.value: "\033[33m"}
     rows = [("version", "variant", "status", "boot", "detail")]
     for c in cells:
-        boot = c["timings"].get("boot")
-        rows.append(tuple(printable(text) for text in (
-            c["version"], c["variant"], c["status"],
-            f"{boot:.1f}s" if boot is not None else "-", summary_of(c))))
+        boot = c.timings.boot
+        rows.append((printable(c.version), printable(c.variant), c.status.value,
+                     f"{boot:.1f}s" if boot is not None else "-", printable(summary_of(c))))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for i, r in enumerate(rows):
         cols = [r[j].ljust(widths[j]) for j in range(4)]
         if colour and i and r[2] in paint:
             cols[2] = paint[r[2]] + cols[2] + "\033[0m"
         print("  ".join(cols) + "  " + r[4], file=stream)
-    code = exit_code(cells)
-    counts = {s.value: sum(1 for c in cells if c["status"] == s.value) for s in Status}
+    counts = {s.value: sum(1 for c in cells if c.status is s) for s in Status}
     print(f"\n{len(cells)} cells: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-          + f"; exit {code}", file=stream)
+          + f"; exit {exit_code(cells)}", file=stream)

@@ -136,7 +136,7 @@ def _pop_all(tree, log):
 
 def failed_hunks(output, patch_file):
     """The text of each hunk quilt reported as FAILED, so the error can show it."""
-    failed = {}
+    failed: dict[str, list[int]] = {}
     current = None
     for line in output.splitlines():
         m = re.match(r"patching file (\S+)", line)
@@ -146,7 +146,7 @@ def failed_hunks(output, patch_file):
         if m and current:
             failed.setdefault(current, []).append(int(m.group(1)))
     shown = []
-    hunks = {}
+    hunks: dict[str, list[list[str]]] = {}
     file_ = None
     for line in Path(patch_file).read_text(errors="replace").splitlines():
         if line.startswith("+++ "):
@@ -234,8 +234,8 @@ def sources(tree, series, variant):
     tree = Path(tree)
     touched = sorted(p for p in touched_files(series.directory / n for n in series.built())
                      if p.endswith((".c", ".h")))
-    with tempfile.TemporaryDirectory(prefix="taintport-sources-") as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="taintport-sources-") as scratch_name:
+        scratch = Path(scratch_name)
         for rel in touched:
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             (scratch / rel).write_bytes(upstream_copy(tree, rel))

@@ -11,6 +11,7 @@ includes a test the agent could not observe (# SKIP).
 """
 import enum
 import tomllib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ class FixState(str, enum.Enum):
     CARRIED = "carried"              # put there by taintport's layer
 
     @property
-    def fixed(self):
+    def fixed(self) -> bool:
         return self in (FixState.PRESENT, FixState.CARRIED)
 
 
@@ -51,7 +52,7 @@ class Variant:
     sources_match: str = ""      # host check: C files byte-identical to this variant's
     reuses: str = ""             # byte-identical to this variant: reuse its cell
 
-    def fix_state(self, shipped):
+    def fix_state(self, shipped: bool) -> "FixState":
         if self.layer:
             return FixState.PRESENT if shipped and self.base == "shipped" else FixState.CARRIED
         if self.base == "shipped":
@@ -71,7 +72,7 @@ class Expectations:
                              f"valid: {', '.join(self.variants)}")
         return self.variants[name]
 
-    def states(self, variant: str, ships) -> dict[str, "FixState"]:
+    def states(self, variant: str, ships: Iterable[str]) -> dict[str, "FixState"]:
         """{fix: FixState} of a variant's tree, given what the version ships."""
         v = self.variant(variant)
         return {fix: v.fix_state(fix in ships) for fix in self.xfail}
@@ -109,15 +110,15 @@ class Check:
     directive: str = ""    # "SKIP" when the agent could not observe it
 
     @property
-    def matches(self):
+    def matches(self) -> bool:
         return self.observed is not None and self.observed == self.expected
 
     @property
-    def subtest(self):
+    def subtest(self) -> str:
         """The load mode (KTAP subtest) a guest test belongs to; "" for a host check."""
         return self.name.partition(".")[0] if "." in self.name else ""
 
-    def as_dict(self):
+    def as_dict(self) -> dict[str, object]:
         word = {True: "ok", False: "not ok", None: "missing"}
         out = {"name": self.name, "expected": word[self.expected],
                "observed": word[self.observed], "matches": self.matches,
@@ -130,15 +131,15 @@ class Check:
 @dataclass
 class Judgement:
     status: Status
-    checks: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
 
     @property
-    def failing(self):
+    def failing(self) -> list[Check]:
         return [c for c in self.checks if not c.matches]
 
 
-def _names(path, where, value):
+def _names(path: Path | str, where: str, value: object) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise InputError(f"{path}: {where} must be a list of test names")
     dup = sorted({v for v in value if value.count(v) > 1})
@@ -147,7 +148,8 @@ def _names(path, where, value):
     return value
 
 
-def load(path=EXPECTATIONS, fix_names=None) -> Expectations:
+def load(path: Path | str = EXPECTATIONS,
+         fix_names: Sequence[str] | None = None) -> Expectations:
     """test-matrix/expectations.toml, checked: every variant says how its tree
     is made, [tests] lists each subtest's tests, every fix of the family has
     an xfail list of tests that [tests] has, and nothing else is there."""
@@ -227,16 +229,16 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False) ->
     # not load has no taint to look at)
     if any(c.observed is not None and not c.matches for c in checks):
         return Judgement(Status.UNEXPECTED, checks, [])
-    skipped = [c for c in checks if c.directive == "SKIP"]
-    if skipped:
-        reasons = {c.name: parsed.results[c.name].reason for c in skipped}
+    unobserved = [c for c in checks if c.directive == "SKIP"]
+    if unobserved:
+        reasons = {c.name: parsed.results[c.name].reason for c in unobserved}
         return Judgement(Status.ERROR, checks, [
             "tests the agent could not observe: " +
             ", ".join(f"{n} ({why})" if why else n for n, why in reasons.items())])
     return Judgement(Status.KNOWN_BUG if known_bug else Status.AS_EXPECTED, checks, [])
 
 
-def with_check(judgement, check):
+def with_check(judgement: Judgement, check: Check) -> Judgement:
     """Add a host-side check; a mismatch makes a sound cell unexpected."""
     status = judgement.status
     if status in (Status.AS_EXPECTED, Status.KNOWN_BUG) and not check.matches:

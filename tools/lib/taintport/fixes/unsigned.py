@@ -223,19 +223,26 @@ def _show_module_flags(piece, text, letter):
     did in include/trace/events/module.h. Each new line is rendered like an
     existing entry line."""
     macro = SHOW_MODULE_FLAGS.search(text)
+    if macro is None:
+        raise LayerError(piece.name, piece.path, "show_module_flags")
     lines = macro.group(0).splitlines(True)
     entries = [i for i, line in enumerate(lines) if SHOW_ENTRY.search(line)]
     if len(entries) < 2:
         raise LayerError(piece.name, piece.path, "show_module_flags with two entries or more")
 
+    def shown(line):
+        found = SHOW_ENTRY.search(line)
+        assert found, line  # entries holds only the lines SHOW_ENTRY finds
+        return found
+
     def entry(anchor, flag, c):
         words = [w for _, _, w in tokens(anchor)]
-        words[words.index(SHOW_ENTRY.search(anchor).group(1))] = flag
+        words[words.index(shown(anchor).group(1))] = flag
         words = [f'"{c}"' if re.fullmatch(r'"."', w) else w for w in words]
         return render_like(anchor, words)
 
     inner, last = lines[entries[-2]], lines[entries[-1]]
-    flag, c = SHOW_ENTRY.search(last).groups()
+    flag, c = shown(last).groups()
     lines[entries[-1]] = entry(inner, flag, c)
     lines.insert(entries[-1] + 1, entry(last, "TAINT_UNSIGNED_MODULE", letter))
     if not any("TAINT_OOT_MODULE" in line for line in lines):
