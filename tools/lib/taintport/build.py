@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO, kconfig
+from .store import tree_digest
 from .errors import RunError
 from .process import require, run
 
@@ -133,10 +134,13 @@ def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
     bzimage = out / "bzImage"
     shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
     modules = build_modules(build_dir, out, log, jobs, cache_root)
-    # the agent depends only on the release, which the variants share: one
-    # build per version, which make keeps up to date; each variant takes a
-    # copy, since its initramfs is made while the next variant builds
+    # the agent depends only on its sources and the release, which the
+    # variants share: one build per version and agent sources (make's
+    # timestamps alone would take a newer agent another checkout built into
+    # the shared cache); each variant takes a copy, since its initramfs is
+    # made while the next variant builds
     agent = out / "taintport-agent"
-    shutil.copy2(build_agent(out.parent / "agent", release, log), agent)
+    sources = tree_digest(AGENT_SRC)[:16]
+    shutil.copy2(build_agent(out.parent / f"agent-{sources}", release, log), agent)
     return Artifacts(directory=out, bzimage=bzimage, modules=modules, agent=agent,
                      release=release)
