@@ -237,6 +237,9 @@ def cmd_regen(args, cache):
         state = ("stale" if args.check else "rewritten") if done.changed else "up to date"
         print(f"{version.name}: {len(done.paths)} generated patches {state} "
               f"(layer {done.seconds:.1f}s; as shipped: {done.upstream})")
+        if done.full:
+            print(f"{version.name}: on the full pre-fix state: {done.full.summary} "
+                  f"(layer {done.full.seconds:.1f}s)")
         if done.changed:
             stale.append(version.name)
     if args.check and stale:
