@@ -38,7 +38,7 @@ def keyed(tmp_path):
     for variant in VARIANTS:
         path = out / VERSION / variant / "cell.json"
         cell = json.loads(path.read_text())
-        cell["key"] = matrix.cell_key(matrix.inputs(pinned, quilt_series, variant),
+        cell["key"] = matrix.cell_key(variant, matrix.inputs(pinned, quilt_series, variant),
                                       runner.tools, runner.timeout)
         path.write_text(json.dumps(cell))
     return out, runner, pinned
@@ -151,3 +151,15 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
     resumed.earlier = results.earlier_cells(out)
     _, done, todo = resumed.plan(small, VARIANTS)
     assert not done and [t[0] for t in todo] == VARIANTS
+
+
+def test_variants_with_the_same_inputs_never_share_a_stored_cell():
+    """A series whose backported/ patches were dropped (the e2e mutation test)
+    builds what reverted builds; its unexpected backported cell must not be
+    stored where a later run looks up reverted."""
+    pinned = versions.select([VERSION])[0]
+    same = matrix.inputs(pinned, series.load(VERSION), "reverted")
+    assert matrix.cell_key("reverted", same, {}, 180) != \
+        matrix.cell_key("backported", same, {}, 180)
+    assert matrix.cell_key("reverted", same, {}, 180) == \
+        matrix.cell_key("reverted", dict(same), {}, 180)

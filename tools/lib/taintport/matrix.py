@@ -101,9 +101,12 @@ def kernel_series(version):
     return tuple(int(n) for n in numbers)
 
 
-def cell_key(cell_inputs, tools, timeout):
-    text = json.dumps({"inputs": cell_inputs, "tools": tools, "timeout": timeout},
-                      sort_keys=True)
+def cell_key(variant, cell_inputs, tools, timeout):
+    # The variant too: two variants can have the same inputs (a series whose
+    # backported/ patches were dropped builds what reverted builds) and must
+    # still never take each other's stored cell, judged by other rules.
+    text = json.dumps({"variant": variant, "inputs": cell_inputs, "tools": tools,
+                       "timeout": timeout}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -270,7 +273,7 @@ class Runner:
         done, todo = [], []
         for variant in variants:
             cell_inputs = inputs(version, quilt_series, variant)
-            key = cell_key(cell_inputs, self.tools, self.timeout)
+            key = cell_key(variant, cell_inputs, self.tools, self.timeout)
             earlier = self.finished_earlier(version, variant, key)
             if earlier:
                 done.append(Done(variant, resumed=earlier))
