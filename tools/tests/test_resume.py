@@ -38,7 +38,7 @@ def keyed(tmp_path):
     for variant in VARIANTS:
         path = out / VERSION / variant / "cell.json"
         cell = json.loads(path.read_text())
-        cell["key"] = store.cell_key(store.inputs(pinned, quilt_series, variant),
+        cell["key"] = store.cell_key(variant, store.inputs(pinned, quilt_series, variant),
                                      runner.tools, runner.timeout)
         path.write_text(json.dumps(cell))
     return out, runner, pinned
@@ -151,3 +151,16 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
     resumed.folder.read_earlier()
     _, done, todo = resumed.plan(small, VARIANTS)
     assert not done and [t.variant for t in todo] == VARIANTS
+
+
+def test_variants_with_the_same_inputs_never_share_a_stored_cell():
+    """A series whose backported/ patches were dropped (the e2e mutation test)
+    builds what reverted builds; its unexpected backported cell must not be
+    stored where a later run looks up reverted."""
+    pinned = versions.select([VERSION])[0]
+    same = store.inputs(pinned, series.load(VERSION), "reverted")
+    assert store.cell_key("reverted", same, {}, 180) != \
+        store.cell_key("backported", same, {}, 180)
+    assert store.cell_key("reverted", same, {}, 180) == \
+        store.cell_key("reverted", store.inputs(pinned, series.load(VERSION), "reverted"),
+                       {}, 180)

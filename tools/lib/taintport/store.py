@@ -63,9 +63,12 @@ def inputs(version: Version, quilt_series: series.Series, variant: str) -> Input
                   test_matrix_sha256=tree_digest(REPO / "test-matrix"))
 
 
-def cell_key(cell_inputs: Inputs, tools: dict[str, str], timeout: int) -> str:
-    text = json.dumps({"inputs": cell_inputs.keyed(), "tools": tools, "timeout": timeout},
-                      sort_keys=True)
+def cell_key(variant: str, cell_inputs: Inputs, tools: dict[str, str], timeout: int) -> str:
+    # The variant too: two variants can have the same inputs (a series whose
+    # backported/ patches were dropped builds what reverted builds) and must
+    # still never take each other's stored cell, judged by other rules.
+    text = json.dumps({"variant": variant, "inputs": cell_inputs.keyed(), "tools": tools,
+                       "timeout": timeout}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -185,7 +188,7 @@ def plan(version: Version, quilt_series: series.Series, variants: list[str],
     done, todo = [], []
     for variant in variants:
         cell_inputs = inputs(version, quilt_series, variant)
-        key = cell_key(cell_inputs, tools, timeout)
+        key = cell_key(variant, cell_inputs, tools, timeout)
         earlier = folder.finished_earlier(version.name, variant, key)
         found = stored.find(key) if stored and not earlier else None
         if earlier or found:
