@@ -218,9 +218,7 @@ def checks_table(cell: Cell) -> str:
     """One row a test, grouped by KTAP subtest (load mode); host checks first."""
     groups: dict[str, list[tuple[str, Check]]] = {}
     for check in cell.checks:
-        subtest, dot, test = check.name.partition(".")
-        groups.setdefault(subtest if dot else "host", []).append((test if dot else subtest,
-                                                                  check))
+        groups.setdefault(check.subtest or "host", []).append((check.test, check))
     rows = []
     for subtest, checks in groups.items():
         rows.append(f'<tr><th colspan="3" scope="rowgroup">{esc(subtest)}</th></tr>')

@@ -63,10 +63,11 @@ def evidence(cell: Cell, check: Check) -> tuple[str, ...]:
     kernel log before the three log_* results, for example), so a check with
     none of its own shares the block of the check before it in its subtest.
     """
-    mode = check.name.partition(".")[0]
+    # a host check is a group of its own
+    mode = check.subtest or check.name
     shown: tuple[str, ...] = ()
     for other in cell.checks:
-        if other.name.partition(".")[0] != mode:
+        if (other.subtest or other.name) != mode:
             continue
         shown = other.diagnostics or shown
         if other is check:

@@ -118,6 +118,11 @@ class Check:
         """The load mode (KTAP subtest) a guest test belongs to; "" for a host check."""
         return self.name.partition(".")[0] if "." in self.name else ""
 
+    @property
+    def test(self) -> str:
+        """The test's name within its subtest; a host check's whole name."""
+        return self.name.partition(".")[2] or self.name
+
     def as_dict(self) -> dict[str, object]:
         word = {True: "ok", False: "not ok", None: "missing"}
         out = {"name": self.name, "expected": word[self.expected],
