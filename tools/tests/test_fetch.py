@@ -178,11 +178,17 @@ def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
     with ThreadPoolExecutor(max_workers=2) as pool:
         with held(apt.root / "update.lock", "the testsuite apt index"):
             second = pool.submit(fetch.fetch_deb, cache, v, tmp_path / "log")
-            time.sleep(2)
+            # no timing guess: the second says it waits, and is still waiting
+            said = ""
+            deadline = time.monotonic() + 60
+            while "waiting for pid" not in said and time.monotonic() < deadline \
+                    and not second.done():
+                said += capfd.readouterr().err
+                time.sleep(0.05)
+            assert "waiting for pid" in said and "the testsuite apt index" in said, said
             assert not second.done(), "the second update did not wait"
         deb, reused = second.result(timeout=120)
     assert sha(deb) == sha(good) and not reused
-    assert "waiting for pid" in capfd.readouterr().err
 
 
 def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):

@@ -128,3 +128,43 @@ def _comment_hunk(name):
     at = next(i for i, line in enumerate(lines) if "modules are fine" in line)
     return (f"@@ -{at + 1},1 +{at + 1},1 @@\n-{lines[at]}"
             f"+{lines[at].replace('are fine', 'are fine here')}")
+
+
+def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_path):
+    """`check --all-point-releases` on bookworm's pinned linux-source-6.1, as it
+    checks every point release of that series: the layer as shipped, then
+    carried onto the full pre-fix state, byte-identical to the files shipped."""
+    from taintport import fetch, pointreleases
+    from taintport.cache import Cache
+
+    version = versions.select(["bookworm-6.1"])[0]
+    published = fetch.Published(version.version, version.sha256, version.size)
+    outcome = pointreleases.check_one(Cache(), version, version.package, published,
+                                      tmp_path / "log")
+    print(outcome.verdict)
+    assert not outcome.verdict.startswith("error"), outcome.verdict
+    assert "unsigned: already upstream" in outcome.verdict
+    assert re.search(r"; full pre-fix state: identical in \d+ files$", outcome.verdict)
+
+
+def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_path):
+    """Another point release that moved the files: not checked, said so, not an error."""
+    from taintport import layer, pointreleases
+
+    name = "bookworm-6.1"
+    quilt = series.load(name)
+    with held_tree(name) as (cache, tree):
+        files = {rel: series.upstream_copy(tree, rel)
+                 for rel in regen.full_state_files(quilt) if (tree / rel).is_file()}
+    for rel, data in files.items():
+        (tmp_path / "t" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "t" / rel).write_bytes(data)
+    panic = tmp_path / "t" / "kernel" / "panic.c"
+    text = panic.read_text()
+    assert text.count("{ 'I', ' ', false },") == 1
+    # a context line of the reverted-full/ hunk changed, as a later point release might
+    panic.write_text(text.replace("{ 'I', ' ', false },", "{ 'I', ' ', false }, /* moved */"))
+    said = pointreleases.full_state(tmp_path / "t", quilt, name,
+                                    layer.generate(tmp_path / "t"), tmp_path / "log")
+    assert said.startswith(f"full pre-fix state not checked: reverted-full/ of {name} "
+                           "does not apply"), said

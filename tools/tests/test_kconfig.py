@@ -40,7 +40,11 @@ def test_present_options_validate(tmp_path):
     frag.write_text('CONFIG_A=y\nCONFIG_S="x"\n# CONFIG_B is not set\n')
     config = tmp_path / ".config"
     config.write_text('CONFIG_A=y\nCONFIG_S="x"\n')
-    kconfig.validate(tmp_path, config, kconfig.parse(frag))
+    options = kconfig.parse(frag)
+    assert [(o.name, o.value) for o in options] == [
+        ("CONFIG_A", "y"), ("CONFIG_S", '"x"'), ("CONFIG_B", "n")]  # "is not set" is n
+    # raises InputError on any miss (test_dropped_option_is_named_with_reason); here all three hold
+    assert kconfig.validate(tmp_path, config, options) is None
 
 
 def test_fragments_are_base_then_features_then_the_version(tmp_path):

@@ -215,7 +215,12 @@ def test_junit_one_suite_per_cell_one_case_per_check(trixie):
 def test_junit_survives_control_characters_in_console_text(trixie):
     doc = copy.deepcopy(trixie)
     cell(doc, "reverted").errors[0] += "\x1b[31m\x00 colour"
-    ET.fromstring(junit.render(doc))
+    root = ET.fromstring(junit.render(doc))  # parses: no raw control character left
+    texts = [e.text or "" for e in root.iter("error")]
+    messages = [e.get("message", "") for e in root.iter("error")]
+    carried = [t for t in texts + messages if "colour" in t]
+    assert carried, "the error text did not reach the JUnit document"
+    assert not any("\x00" in t or "\x1b" in t for t in carried)
 
 
 # summary.md

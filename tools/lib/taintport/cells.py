@@ -121,6 +121,7 @@ class Cell:
     reused: bool = False            # copied from a stored cell with the same key
     resumed: bool = False           # kept from the folder --resume names
     reused_from: str | None = None  # byte-identical variant whose build and boot it took
+    fault: str | None = None        # taintport.fault=<name> ran: a harness test, not a kernel's result
 
     @classmethod
     def new(cls, version: str, variant: str, fixes: dict[str, FixState]) -> "Cell":
@@ -160,6 +161,8 @@ class Cell:
                 out[flag] = True
         if self.reused_from:
             out["reused_from"] = self.reused_from
+        if self.fault:
+            out["fault"] = self.fault
         if self.key:
             out["key"] = self.key
         return out
@@ -194,6 +197,19 @@ class Run:
         return {"dir": self.dir, "started": self.started, "tools": dict(self.tools),
                 "accelerator": accelerator_json(self.accelerator),
                 "exit_code": self.exit_code, "cells": list(self.cells)}
+
+
+# The faults the agent can be told to inject (taintport-agent.c, inject_fault()),
+# only to test the harness: a cell that ran with one says so in matrix.json.
+FAULTS = ("hang", "panic", "truncate")
+
+
+def fault_in(cmdline: str) -> str | None:
+    """The taintport.fault= a kernel command line asks for, if any."""
+    for word in cmdline.split():
+        if word.startswith("taintport.fault="):
+            return word.partition("=")[2]
+    return None
 
 
 SCHEMA = "taintport-matrix/1"

@@ -9,7 +9,7 @@ from pathlib import Path
 from . import (bench, boot, build, carry, ci, compare, fetch, layer, matrix, pointreleases,
                regen, render, report, results, series, stages, store, verdict, versions)
 from .cache import Cache
-from .cells import exit_code, word
+from .cells import FAULTS, exit_code, fault_in, word
 from .errors import InputError, TaintportError
 from .progress import Progress
 
@@ -74,7 +74,7 @@ def parser():
                         "another's (patched vs backported) instead of reusing that cell")
     p.add_argument("--resume", type=Path, metavar="DIR",
                    help="finish an interrupted run in DIR: only the cells it lacks")
-    p.add_argument("--fault", choices=("hang", "panic", "truncate"),
+    p.add_argument("--fault", choices=FAULTS,
                    help="make the guest agent break on purpose, to test that the harness "
                         "reports an error (never a pass or a fail)")
 
@@ -347,6 +347,10 @@ def cmd_build(args, cache):
 def cmd_boot(args, cache):
     """One cell through the matrix's own chain (stages.Chain), from the
     artifacts `taintport build` left: the same checks, files and verdict."""
+    fault = fault_in(args.append)
+    if fault is not None and fault not in FAULTS:
+        raise InputError(f"--append: taintport.fault={fault!r} is not a fault the agent "
+                         f"knows (one of {', '.join(FAULTS)})")
     version, tree, quilt_series = cell_setup(args, cache)
     out = args.out or matrix.default_out()
     with results.writing(out):

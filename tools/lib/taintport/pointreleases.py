@@ -3,7 +3,10 @@
 No build and no full extraction: for each version the five suites list now,
 the .deb is fetched (and checked against the index's SHA256), only the files
 the layer's pieces live in are pulled out of its source tarball, and the
-layer must find every piece present and produce an empty change.
+layer must report each fix as the tree has it. A point release of a pinned
+kernel series is then brought to the full pre-fix state by that pin's
+reverted-full/ (fuzz 0), and the layer carried onto it must give the files as
+shipped back, byte for byte (as `regen --check` does for the pin itself).
 """
 import os
 import re
@@ -14,8 +17,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import fetch, fixes, layer, names
-from .errors import RunError, TaintportError
+from . import fetch, fixes, layer, names, regen, series
+from .errors import InputError, RunError, TaintportError
 from .process import kill_group, reap, run, spawn
 
 PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
@@ -47,12 +50,12 @@ def offered(cache, template, log):
     return found
 
 
-def piece_files(deb, package, dest):
+def piece_files(deb, package, dest, files=PIECE_FILES):
     """Stream the .deb's source tarball and keep only the layer's files.
 
     dpkg-deb | tar | xz as argument lists (no shell: the cache path is any
     folder name), each one's exit status checked."""
-    wanted = {f"{package}/{rel}" for rel in PIECE_FILES}
+    wanted = {f"{package}/{rel}" for rel in files}
     stages, upstream = [], None
     with tempfile.TemporaryFile() as said:
         for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
@@ -100,15 +103,46 @@ def check_one(cache, template, package, published, log):
     version = replace(template, package=package, version=published.version,
                       sha256=published.sha256, size=published.size,
                       name=f"{template.suite}-{package}")
+    quilt = full_state_series(template, package)
     try:
         deb, _ = fetch.fetch_deb(cache, version, log)
         with tempfile.TemporaryDirectory(prefix="taintport-point-") as tmp:
-            tree = piece_files(deb, package, tmp)
-            verdict = layer.generate(tree).summary
+            files = sorted(set(PIECE_FILES) | (regen.full_state_files(quilt) if quilt else set()))
+            tree = piece_files(deb, package, tmp, files)
+            as_shipped = layer.generate(tree)
+            verdict = as_shipped.summary
+            if quilt:
+                verdict += "; " + full_state(tree, quilt, version.name, as_shipped, log)
     except TaintportError as err:
         verdict = "error: " + str(err).splitlines()[0]
     return Outcome(template.suite, package, published.version, verdict,
                    time.monotonic() - start)
+
+
+def full_state_series(template, package):
+    """The pinned version's quilt series when package is its kernel series: its
+    full pre-fix state (reverted-full/) is what this point release is checked on."""
+    if package != template.package:
+        return None
+    try:
+        return series.load(template.name)
+    except InputError:
+        return None  # a template of the tests' own archive has no quilt/ folder
+
+
+def full_state(tree, quilt, name, as_shipped, log):
+    """The whole layer on this point release brought to the full pre-fix state
+    by the pinned version's reverted-full/: byte-identical to it as shipped,
+    or why it could not be checked (an error when the layer got it wrong)."""
+    ships = [fp.fix.name for fp in as_shipped.patches if fp.state == "already upstream"]
+    shipped = {rel: (tree / rel).read_bytes() for rel in sorted(regen.full_state_files(quilt))
+               if (tree / rel).is_file()}
+    try:
+        full = regen.on_full_state(shipped, quilt, name, ships, log)
+    except regen.DoesNotApply as err:
+        return (f"full pre-fix state not checked: {series.FULL}/ of {quilt.directory.name} does not "
+                f"apply ({str(err).splitlines()[0]})")
+    return f"full pre-fix state: identical in {len(full.compared)} files"
 
 
 def check_all(cache, templates, log, keep_debs=False):

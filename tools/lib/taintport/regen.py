@@ -133,37 +133,56 @@ def identical_to_patched(tree, quilt_series, version_name, log):
                          f"tree as shipped + layer in {', '.join(differ)}")
 
 
+class DoesNotApply(InputError):
+    """The hand-written full pre-fix state does not apply to these files (another
+    point release moved them): nothing could be checked, which is not the layer's fault."""
+
+
+def full_state_files(quilt_series) -> set[str]:
+    """The files the full pre-fix state and the layer's pieces live in."""
+    full = quilt_series.for_variant(series.FULL)
+    removed = series.touched_files(quilt_series.directory / p for p in full)
+    return removed | {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
+
+
 def from_full_state(tree, quilt_series, version, log, letter="E"):
     """The layer carries every fix the tree ships onto the full pre-fix state
     (series.FULL) and must give the tree as shipped back, byte for byte, in
     every file it or that group touches. Works on upstream's copies in a
     scratch folder, so the tree is neither switched nor given new mtimes."""
+    tree = Path(tree)
+    shipped = {rel: series.upstream_copy(tree, rel)
+               for rel in sorted(full_state_files(quilt_series)) if (tree / rel).is_file()}
+    return on_full_state(shipped, quilt_series, version.name, version.ships, log, letter)
+
+
+def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
+    """from_full_state() on the files of a tree as shipped (relative path ->
+    bytes): `check --all-point-releases` has only those, not a whole tree."""
     require("patch", "patch")
     full = quilt_series.for_variant(series.FULL)
     if not full:
-        if version.ships:
+        if ships:
             raise InputError(f"{quilt_series.directory}: no {series.FULL}/ patches: a "
-                             f"version that ships {', '.join(version.ships)} needs the "
+                             f"version that ships {', '.join(ships)} needs the "
                              "full pre-fix state the whole layer is checked on")
         return FullState("nothing shipped", 0.0, ())
-    tree = Path(tree)
     removed = series.touched_files(quilt_series.directory / p for p in full)
-    pieces = {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
     with tempfile.TemporaryDirectory(prefix="taintport-full-") as scratch_name:
         scratch = Path(scratch_name)
-        shipped = {}
-        for rel in sorted(removed | pieces):
-            if (tree / rel).is_file():
-                shipped[rel] = series.upstream_copy(tree, rel)
-                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-                (scratch / rel).write_bytes(shipped[rel])
-        series.switch(scratch, quilt_series, series.FULL, log)
+        for rel, data in shipped.items():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(data)
+        try:
+            series.switch(scratch, quilt_series, series.FULL, log)
+        except InputError as err:
+            raise DoesNotApply(str(err)) from None
         start = time.monotonic()
-        on_full = layer.generate(scratch, letter, fixes=version.ships)
+        on_full = layer.generate(scratch, letter, fixes=ships)
         seconds = time.monotonic() - start
         kept = [fp.fix.name for fp in on_full.patches if fp.state != "carried"]
         if kept:
-            raise InputError(f"{version.name}: the layer finds nothing to do for "
+            raise InputError(f"{name}: the layer finds nothing to do for "
                              f"{', '.join(kept)} on the full pre-fix state "
                              f"({series.FULL}/): it does not remove that fix")
         diff = scratch / series.STATE / "layer.diff"
@@ -171,12 +190,12 @@ def from_full_state(tree, quilt_series, version, log, letter="E"):
         proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i",
                     str(diff)], stage="apply", cwd=scratch, check=False)
         if proc.returncode != 0:
-            raise InputError(f"{version.name}: the layer's own diff does not apply to the "
+            raise InputError(f"{name}: the layer's own diff does not apply to the "
                              f"full pre-fix state: {proc.stdout}{proc.stderr}".rstrip())
         compared = sorted(removed | series.touched_files([diff]))
         differ = [rel for rel in compared if (scratch / rel).read_bytes() != shipped[rel]]
         if differ:
-            raise InputError(f"{version.name}: the layer on the full pre-fix state "
+            raise InputError(f"{name}: the layer on the full pre-fix state "
                              f"({series.FULL}/) is not byte-identical to the tree as "
                              f"shipped in {', '.join(differ)}")
     return FullState(on_full.summary, seconds, tuple(compared))

@@ -28,6 +28,8 @@ def write_document(out: Path, doc: Matrix) -> None:
 
 
 def summary_of(cell: Cell) -> str:
+    if cell.fault:
+        return summary_text(cell) + f" (fault run: taintport.fault={cell.fault}, a harness test)"
     if cell.reused:
         return summary_text(cell) + " (reused: inputs unchanged)"
     if cell.resumed:

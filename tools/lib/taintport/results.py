@@ -20,7 +20,7 @@ from typing import Iterator, NoReturn
 from . import names
 from .boot import Accel
 from .cache import holding
-from .cells import (JSON, SCHEMA, STAGES, WORDS, Cell, Inputs, Logs, Matrix,
+from .cells import (FAULTS, JSON, SCHEMA, STAGES, WORDS, Cell, Inputs, Logs, Matrix,
                     Run, Timings, exit_code)
 from .errors import InputError
 from .verdict import Check, FixState, Status
@@ -198,10 +198,17 @@ class Reader:
             key=self.field(cell, "key", str, where, "a string", optional=True),
             reused=bool(self.field(cell, "reused", bool, where, "true or false",
                                    optional=True)),
+            fault=self.fault(cell, where),
             resumed=bool(self.field(cell, "resumed", bool, where, "true or false",
                                     optional=True)),
             reused_from=None if reused_from is None else
             names.variant(reused_from, f"{self.path}: {where}.reused_from"))
+
+    def fault(self, cell: dict[str, JSON], where: str) -> str | None:
+        fault = self.field(cell, "fault", str, where, "a string", optional=True)
+        if fault is not None and fault not in FAULTS:
+            self.fail(f"{where}.fault", "one of " + ", ".join(FAULTS), fault)
+        return fault
 
     def relative(self, value: str, where: str) -> str:
         path = PurePosixPath(value)

@@ -18,7 +18,7 @@ from . import boot, build, initramfs, ktap, series, verdict
 from .boot import Accel
 from .build import Artifacts
 from .cache import Cache
-from .cells import Cell, Inputs
+from .cells import Cell, Inputs, fault_in
 from .errors import InputError
 from .fetch import sha256_of
 from .progress import Progress
@@ -53,6 +53,7 @@ class Chain:
         states = self.expectations.states(variant, version.ships)
         cell = Cell.new(version.name, variant, states)
         cell.inputs, cell.key = inputs, key
+        cell.fault = fault_in(self.append)
         return cell
 
     def cell_dir(self, cell: Cell) -> Path:
