@@ -1,4 +1,5 @@
 """Bad names on the command line: an error that lists the valid ones, exit 2."""
+import os
 import re
 import subprocess
 import sys
@@ -47,13 +48,62 @@ def test_help_speaks_the_field():
         assert word in proc.stdout
 
 
-def test_kvm_that_fails_falls_back_to_tcg(tmp_path):
-    """A kernel image KVM cannot boot: the probe must pick TCG and say why."""
-    bogus = tmp_path / "bzImage"
-    bogus.write_bytes(b"\0" * 4096)
-    accel = boot.probe(bogus, tmp_path)
-    assert accel.name == "tcg"
-    assert accel.reason
+def fake_kvm(tmp_path, monkeypatch, qemu_script):
+    """A usable /dev/kvm stand-in and a qemu-system-x86_64 on PATH that
+    does what qemu_script says: the probe's KVM path runs on every machine."""
+    device = tmp_path / "kvm"
+    device.write_bytes(b"")
+    monkeypatch.setattr(boot, "KVM_DEVICE", str(device))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    qemu = bin_dir / boot.QEMU
+    qemu.write_text("#!/bin/sh\n" + qemu_script)
+    qemu.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tmp_path / "bzImage"
+
+
+# what QEMU says when KVM fails, e.g. on a host whose module is not loaded
+KVM_FAILS = 'echo "Could not access KVM kernel module: No such file or directory" >&2\n' \
+            'echo "qemu-system-x86_64: failed to initialize kvm: No such file or directory" >&2\n' \
+            "exit 1\n"
+# a guest under KVM that reaches the kernel's no-root panic: write it to the console
+KVM_WORKS = 'for a in "$@"; do case "$a" in file:*) console="${a#file:}";; esac; done\n' \
+            'printf "Kernel panic - not syncing: VFS: Unable to mount root fs\\n" > "$console"\n' \
+            "exit 0\n"
+
+
+def test_kvm_that_fails_falls_back_to_tcg(tmp_path, monkeypatch):
+    """KVM usable by its device, but QEMU cannot start a guest with it: TCG, and why."""
+    bzimage = fake_kvm(tmp_path, monkeypatch, KVM_FAILS)
+    accel = boot.probe(bzimage, tmp_path)
+    assert accel == boot.Accel("tcg", "KVM probe boot exited 1 without reaching the kernel")
+    # QEMU's own words are kept with the probe's console for whoever reads it
+    assert "failed to initialize kvm" in (tmp_path / "kvm-probe.log").read_text()
+
+
+def test_kvm_guest_that_hangs_falls_back_to_tcg_at_the_probe_timeout(tmp_path, monkeypatch):
+    bzimage = fake_kvm(tmp_path, monkeypatch, "exec sleep 60\n")
+    monkeypatch.setattr(boot, "PROBE_TIMEOUT", 1)
+    accel = boot.probe(bzimage, tmp_path)
+    assert accel == boot.Accel("tcg", "KVM probe boot timed out after 1s without reaching "
+                                      "the kernel")
+
+
+def test_kvm_that_works_is_chosen(tmp_path, monkeypatch):
+    """The positive control: the same stand-ins, a guest that reaches the kernel."""
+    bzimage = fake_kvm(tmp_path, monkeypatch, KVM_WORKS)
+    accel = boot.probe(bzimage, tmp_path)
+    assert accel.name == "kvm", accel
+    assert accel.reason.startswith("probe boot reached the kernel in ")
+
+
+def test_no_kvm_device_is_tcg_without_a_probe(tmp_path, monkeypatch):
+    fake_kvm(tmp_path, monkeypatch, "exit 99\n")
+    monkeypatch.setattr(boot, "KVM_DEVICE", str(tmp_path / "absent"))
+    assert boot.probe(tmp_path / "bzImage", tmp_path) == boot.Accel(
+        "tcg", f"{tmp_path / 'absent'} not usable")
+    assert not (tmp_path / "kvm-probe.log").exists()
 
 
 def test_inspect_of_a_tree_that_does_not_exist_is_an_error(tmp_path):

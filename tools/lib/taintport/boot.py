@@ -18,6 +18,7 @@ QEMU = "qemu-system-x86_64"
 # second; where KVM guests hang (these machines), the hung guest spins a core
 # until the timeout, taken from the kernel building beside it.
 PROBE_TIMEOUT = 5
+KVM_DEVICE = "/dev/kvm"  # a name, so a test can stand a file in for it
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,8 @@ def run_qemu(cmd, console, timeout):
 def probe(bzimage, workdir):
     """KVM if a kernel boots to its no-root panic under KVM in time, else TCG."""
     require(QEMU, "qemu-system-x86")
-    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
-        return Accel("tcg", "/dev/kvm not usable")
+    if not os.access(KVM_DEVICE, os.R_OK | os.W_OK):
+        return Accel("tcg", f"{KVM_DEVICE} not usable")
     console = Path(workdir) / "kvm-probe.log"
     code, timed_out, seconds = run_qemu(
         command(bzimage, None, console, "console=ttyS0 panic=-1", "kvm"), console,
