@@ -1,9 +1,22 @@
 """test-matrix/expectations.toml against an independent model of the kernel's
 rules (kernel_model.py), not against what a boot printed."""
+import dataclasses
 import itertools
 
 import kernel_model
 from taintport import fixes, verdict
+
+
+def disagreements(exp):
+    """Where expectations.toml and the model part: one line per fix and test."""
+    wrong = [f"all fixes: {t}" for t, ok in
+             kernel_model.results(fixes.NAMES, exp.tests).items() if not ok]
+    for fix in fixes.NAMES:
+        got = kernel_model.results(set(fixes.NAMES) - {fix}, exp.tests)
+        model = {t for t, ok in got.items() if not ok}
+        wrong += [f"without {fix}: {t} (model fails it: {t in model})"
+                  for t in sorted(model ^ exp.xfail[fix])]
+    return wrong
 
 
 def test_a_kernel_with_every_fix_passes_every_test():
@@ -13,10 +26,23 @@ def test_a_kernel_with_every_fix_passes_every_test():
 
 
 def test_each_fixs_expected_failures_are_what_the_model_says_its_absence_fails():
+    assert disagreements(verdict.load()) == []
+
+
+def test_flipping_any_one_expectation_is_caught():
+    """The comparison is not vacuous: every single expectation of every fix,
+    turned over (a test added to or taken from its xfail list), is a
+    disagreement naming that fix and that test."""
     exp = verdict.load()
+    flips = 0
     for fix in fixes.NAMES:
-        got = kernel_model.results(set(fixes.NAMES) - {fix}, exp.tests)
-        assert {t for t, ok in got.items() if not ok} == exp.xfail[fix], fix
+        for test in exp.tests:
+            flipped = dataclasses.replace(exp, xfail={**exp.xfail,
+                                                      fix: exp.xfail[fix] ^ {test}})
+            said = disagreements(flipped)
+            assert len(said) == 1 and said[0].startswith(f"without {fix}: {test} "), said
+            flips += 1
+    assert flips == len(fixes.NAMES) * len(exp.tests) > 100
 
 
 def test_every_combination_of_missing_fixes_fails_the_union_of_their_lists():
