@@ -218,3 +218,23 @@ def test_an_unknown_stage_is_refused(tmp_path, taintport):
     def edit(doc):
         doc["cells"][0]["timings"]["coffee"] = 1.0
     refused(taintport("report", edited(tmp_path, edit)), "cells[0].timings.coffee")
+
+
+def test_a_fault_the_agent_does_not_know_is_refused(tmp_path, taintport):
+    def edit(doc):
+        doc["cells"][0]["fault"] = "meltdown"
+    refused(taintport("report", edited(tmp_path, edit)), "cells[0].fault",
+            "one of hang, panic, truncate", "meltdown")
+
+
+def test_a_fault_run_says_so_in_the_reports(tmp_path, taintport):
+    def edit(doc):
+        doc["cells"][0]["fault"] = "truncate"
+    run = edited(tmp_path, edit)
+    proc = taintport("report", run)
+    assert proc.returncode == 0, proc.stderr
+    page = (run / "index.html").read_text()
+    assert "(fault run: taintport.fault=truncate, a harness test)" in page
+    assert "taintport.fault=truncate: the agent broke on purpose" in page
+    assert "(fault run: taintport.fault=truncate, a harness test)" in \
+        (run / "summary.md").read_text()

@@ -299,7 +299,9 @@ def facts_table(cell: Cell) -> str:
         ("accelerator", cell.accelerator),
         ("QEMU exit code", cell.qemu_exit_code),
         ("reused", "yes: inputs unchanged since a stored run" if cell.reused else None),
-        ("resumed", "yes: kept from the interrupted run" if cell.resumed else None)]
+        ("resumed", "yes: kept from the interrupted run" if cell.resumed else None),
+        ("fault", f"taintport.fault={cell.fault}: the agent broke on purpose, a harness "
+                  "test, not a kernel's result" if cell.fault else None)]
     for key, value in (cell.inputs.as_json() if cell.inputs else {}).items():
         if isinstance(value, dict):  # series, fragments: name -> sha256
             rows += [(f"{key} {name}", digest) for name, digest in value.items()]
