@@ -1,0 +1,216 @@
+"""The `shipped` variant's stage: the distribution's own binary kernel, no build.
+
+The descriptor's [shipped] table pins the image (on 7.x the binary and
+modules packages it depends on), the headers, their common part and
+linux-kbuild, each fetched and checked like the source package. They are
+extracted together into one folder of the cache, as dpkg would install them
+but never into the host: the headers' Makefile includes the common part by
+its absolute /usr/src path, which is pointed at the extracted copy. The test
+modules are then built out of tree against those headers with the host's
+compiler, and the guest gets the image's vmlinuz, those modules and one
+small module the distribution signed (decompressed: the initramfs has no
+module tools, and the signature is on the uncompressed file).
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from . import build, fetch
+from .build import Artifacts
+from .cache import Cache
+from .errors import RunError
+from .process import appending, require, run
+from .store import tree_digest
+from .versions import Binary, Version
+
+# the marker scripts/sign-file appends after a module's signature
+SIGNATURE_MAGIC = b"~Module signature appended~\n"
+# how Debian's modules may be compressed (CONFIG_MODULE_COMPRESS_*), and the
+# tool that undoes each, with the package that has it
+DECOMPRESS = {".xz": (("xz", "-dc"), "xz-utils"), ".zst": (("zstd", "-dc"), "zstd"),
+              ".gz": (("gzip", "-dc"), "gzip")}
+# linux-kbuild ships its cross host programs as <name>.real-<kind>; these
+# kinds are the ones an x86_64 kernel's build runs
+HOST_KINDS = (".real-lsb-64", ".real-x86")
+
+
+def root(cache: Cache, version: Version, shipped: Binary) -> Path:
+    """The extracted packages, named by their pins: a repin extracts anew."""
+    pins = "\n".join(f"{p.package} {p.version} {p.sha256}" for p in shipped.packages)
+    return cache.root / "binary" / version.name / hashlib.sha256(pins.encode()).hexdigest()[:16]
+
+
+def fetch_packages(cache: Cache, version: Version, shipped: Binary, log: Path) -> list[Path]:
+    """Every pinned .deb, through the suite's private apt configuration and
+    checked against its pin, exactly as the source package is."""
+    debs = []
+    for pin in shipped.packages:
+        as_source = replace(version, package=pin.package, version=pin.version,
+                            sha256=pin.sha256, size=pin.size)
+        deb, _ = fetch.fetch_deb(cache, as_source, log, pin.deb_name)
+        debs.append(deb)
+    return debs
+
+
+def extract(debs: list[Path], target: Path, log: Path) -> None:
+    """All packages into target, whole or not at all (a temporary folder renamed)."""
+    if target.is_dir():
+        return
+    require("dpkg-deb", "dpkg")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(".extract-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".extract-"))
+    try:
+        for deb in debs:
+            run(["dpkg-deb", "-x", deb, tmp], stage="fetch", log=log)
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def headers_dir(top: Path, shipped: Binary) -> Path:
+    """The headers of the release, their Makefile pointed at the extracted
+    common part instead of /usr/src (rewritten on every call: cheap, and a
+    copy of the cache moved elsewhere still builds)."""
+    headers = top / "usr" / "src" / f"linux-headers-{shipped.release}"
+    makefile = headers / "Makefile"
+    if not makefile.is_file():
+        raise RunError("shipped", f"{makefile} missing: the pinned headers are not those of "
+                       f"{shipped.release}")
+    original = makefile.with_name("Makefile.debian")
+    if not original.exists():
+        shutil.copy2(makefile, original)
+    text = original.read_text()
+    if "/usr/src/" not in text:
+        raise RunError("shipped", f"{original}: no /usr/src/ path to point at the extracted "
+                       "headers; the packaging changed")
+    makefile.write_text(text.replace("/usr/src/", f"{top}/usr/src/"))
+    return headers
+
+
+def is_elf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"\x7fELF"
+
+
+def runs_here(program: Path) -> bool:
+    """Whether the host's dynamic loader finds everything program needs
+    (ldd's own test: the loader lists, nothing of program runs)."""
+    proc = subprocess.run([str(program)], capture_output=True, text=True, timeout=20,
+                          env={"LD_TRACE_LOADED_OBJECTS": "1", "LD_WARN": "yes"})
+    return proc.returncode == 0 and "not found" not in proc.stdout + proc.stderr
+
+
+def host_programs(top: Path, own_build: Path, log: Path) -> None:
+    """linux-kbuild's programs are built for the suite's C library: sid's and
+    trixie's need a newer glibc than this host's. Each one that cannot run
+    here is replaced by the same program our build of the same source made
+    (modpost, objtool: host programs, the same whatever the kernel's
+    configuration), and the log says so."""
+    for kbuild in sorted((top / "usr" / "lib").glob("linux-kbuild-*")):
+        for program in sorted(p for p in kbuild.rglob("*") if p.is_file()):
+            if os.access(program, os.X_OK) and is_elf(program):
+                stand_in(program, program.relative_to(kbuild), own_build, log)
+
+
+def stand_in(program: Path, rel: Path, own_build: Path, log: Path) -> None:
+    kind = next((k for k in HOST_KINDS if rel.name.endswith(k)), "")
+    if ".real-" in rel.name and not kind:
+        return  # another architecture's copy: never run for x86_64
+    if runs_here(program):
+        return
+    ours = own_build / rel.with_name(rel.name.removesuffix(kind))
+    if not ours.is_file():
+        # resolve_btfids and the like: only runs where pahole and vmlinux meet,
+        # which the log shows if it ever does
+        with appending(log) as out:
+            out.write(f"{program}: cannot run on this host (C library), and our build "
+                      f"has no {ours} to stand in\n")
+        return
+    shutil.copy2(ours, program)
+    with appending(log) as out:
+        out.write(f"{program}: cannot run on this host (C library); replaced by {ours}\n")
+
+
+def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: int) -> None:
+    """The test modules, out of tree against the distribution's headers.
+
+    CC=gcc: the headers name the compiler the distribution used (gcc-16 on
+    sid), which this host may not have; shipped.make says what that costs."""
+    src = out / "module-build"
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(build.MODULE_SRC, src)
+    run(["make", "-C", headers, f"M={src}", f"-j{jobs}", "CC=gcc", *shipped.make,
+         "modules"], stage="module", env=build.REPRODUCIBLE, log=log, nice=build.NICE_LEVEL)
+    built = sorted(src.glob("*.ko"))
+    if not built:
+        raise RunError("module", f"make built no module in {src}")
+    for module in built:
+        shutil.copy2(module, out / module.name)
+
+
+def signed_module(top: Path, shipped: Binary, out: Path) -> Path:
+    """The distribution's signed module, as the guest's finit_module() takes it."""
+    modules = [top / prefix / "lib" / "modules" / shipped.release
+               for prefix in ("usr", ".")]
+    for folder in modules:
+        for suffix in ("", *DECOMPRESS):
+            found = folder / (shipped.signed_module + suffix)
+            if found.is_file():
+                target = out / f"{shipped.module_name}.ko"
+                if suffix:
+                    tool, package = DECOMPRESS[suffix]
+                    require(tool[0], package)
+                    with open(target, "wb") as dest:
+                        proc = subprocess.run([*tool, str(found)], stdout=dest,
+                                              stderr=subprocess.PIPE)
+                    if proc.returncode:
+                        raise RunError("shipped", f"{' '.join(tool)} {found} failed",
+                                       proc.stderr.decode(errors="replace"))
+                else:
+                    shutil.copy2(found, target)
+                if not target.read_bytes().endswith(SIGNATURE_MAGIC):
+                    raise RunError("shipped", f"{found}: not signed (no appended signature)")
+                return target
+    raise RunError("shipped", f"{shipped.signed_module} not found under "
+                   f"lib/modules/{shipped.release} of the pinned packages")
+
+
+def vmlinuz(top: Path, shipped: Binary) -> Path:
+    """/boot/vmlinuz-<release> until 6.x; usr/lib/modules/<release>/vmlinuz on 7.x."""
+    for found in (top / "boot" / f"vmlinuz-{shipped.release}",
+                  top / "usr" / "lib" / "modules" / shipped.release / "vmlinuz"):
+        if found.is_file():
+            return found
+    raise RunError("shipped", f"no vmlinuz of {shipped.release} in the pinned packages")
+
+
+def prepare(cache: Cache, version: Version, out: Path, log: Path, jobs: int) -> Artifacts:
+    """Fetch and extract the packages, build the test modules against them,
+    build the agent for the release: what a built variant's Artifacts hold."""
+    shipped = version.shipped
+    if shipped is None:
+        raise RunError("shipped", f"{version.path} has no [shipped] table: no binary "
+                       "kernel is pinned for this version")
+    log.unlink(missing_ok=True)
+    top = root(cache, version, shipped)
+    extract(fetch_packages(cache, version, shipped, log), top, log)
+    host_programs(top, cache.build(version), log)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in build.module_files(out):
+        stale.unlink()
+    build_modules(headers_dir(top, shipped), shipped, out, log, jobs)
+    signed_module(top, shipped, out)
+    agent = out / "taintport-agent"
+    sources = tree_digest(build.AGENT_SRC)[:16]
+    # beside the built variants' agent, but its own: another release
+    shutil.copy2(build.build_agent(out.parent / f"agent-{sources}-{shipped.release}",
+                                   shipped.release, log), agent)
+    return Artifacts(directory=out, bzimage=vmlinuz(top, shipped),
+                     modules=build.module_files(out), agent=agent, release=shipped.release)
