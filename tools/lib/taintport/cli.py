@@ -60,7 +60,7 @@ def parser():
     p = sub.add_parser("matrix", help="build, boot and judge versions x variants")
     add_common(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
-    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.VARIANTS)}")
+    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.MATRIX)}")
     p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
                    help="seconds a guest may run before it is killed (default %(default)s)")
@@ -171,7 +171,7 @@ def parser():
 
 def cmd_matrix(args, cache):
     chosen = versions.select(names(args.versions))
-    variants = names(args.variants) or list(series.VARIANTS)
+    variants = names(args.variants) or list(series.MATRIX)
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
     if args.resume and not args.resume.is_dir():

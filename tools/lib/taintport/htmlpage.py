@@ -162,7 +162,7 @@ def grid(cells: Sequence[Cell]) -> str:
     versions: dict[str, dict[str, Cell]] = {}
     for cell in cells:
         versions.setdefault(cell.version, {})[cell.variant] = cell
-    variants = [v for v in series.VARIANTS if any(v in row for row in versions.values())]
+    variants = [v for v in series.MATRIX if any(v in row for row in versions.values())]
     variants += sorted({c.variant for c in cells} - set(variants))
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = []
