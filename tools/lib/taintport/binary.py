@@ -156,7 +156,7 @@ def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: in
 
 
 def signed_module(top: Path, shipped: Binary, out: Path) -> Path:
-    """The distribution's signed module, as the guest's finit_module() takes it."""
+    """The distribution's signed module, in the form the guest kernel loads."""
     modules = [top / prefix / "lib" / "modules" / shipped.release
                for prefix in ("usr", ".")]
     for folder in modules:
