@@ -215,7 +215,8 @@ def test_captured_consoles_are_judged_as_the_matrix_judged_them(log):
     ships = versions.select([log.parent.name])[0].ships
     states = exp.states(variant, ships)
     parsed = ktap.parse(log.read_text(errors="replace"))
-    j = verdict.judge(parsed, exp.expected(states), exp.known_bug(variant, states))
+    skips = exp.skips(variant)
+    j = verdict.judge(parsed, exp.expected(states), exp.known_bug(variant, states), skips)
     want = outcome or ("known-bug" if exp.known_bug(variant, states) else "as-expected")
     assert j.status.value == want, j.errors or [c.name for c in j.failing]
     if outcome:
@@ -226,14 +227,14 @@ def test_captured_consoles_are_judged_as_the_matrix_judged_them(log):
     for fix, state in states.items():
         flipped = dict(states, **{fix: verdict.FixState.CARRIED if not state.fixed
                                   else verdict.FixState.MISSING})
-        assert verdict.judge(parsed, exp.expected(flipped)).status is \
+        assert verdict.judge(parsed, exp.expected(flipped), skips=skips).status is \
             verdict.Status.UNEXPECTED, fix
 
 
 def test_every_version_has_its_captures():
     have = {(p.parent.name, p.stem) for p in captures()}
     for version in versions.select(None):
-        for variant in ("upstream", "reverted", "backported"):
+        for variant in ("upstream", "shipped", "reverted", "backported"):
             assert (version.name, variant) in have
 
 
