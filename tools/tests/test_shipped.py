@@ -241,3 +241,34 @@ def test_an_unsigned_stand_in_is_refused(tmp_path):
     (tmp_path / "out").mkdir()
     with pytest.raises(RunError, match="not signed"):
         binary.signed_module(tmp_path / "root", shipped, tmp_path / "out")
+
+
+def test_repin_follows_the_kernel_packages_a_release_depends_on():
+    """sid's linux-headers-<release> as its index has it: the common part
+    pinned (=), kbuild unversioned (the binary's own version then), the
+    compiler and linux-base left out."""
+    fields = {"Depends": "gcc-16-for-host, linux-base (>= 4.12~), linux-base-7.2.13+deb14-amd64 "
+                         "(= 7.2.13-1), linux-headers-7.2.13+deb14-common (= 7.2.13-1), "
+                         "linux-kbuild-7.2.13+deb14"}
+    assert binary.depends(fields, "7.2.13-1") == [
+        ("linux-headers-7.2.13+deb14-common", "7.2.13-1"),
+        ("linux-kbuild-7.2.13+deb14", "7.2.13-1")]
+
+
+def test_repin_rewrites_the_pins_and_says_when_they_are_the_nearest(tmp_path):
+    path = tmp_path / "bookworm-6.1.toml"
+    path.write_text(DESCRIPTOR.read_text())
+    version = versions.load(path)
+    newer = [versions.Pin(p.package.replace("6.1.0-50", "6.1.0-51"), "6.1.180-1", "1" * 64, 7)
+             for p in version.shipped.packages]
+    said = binary.rewrite(version, "6.1.180-1", newer)
+    assert said == ("6.1.0-51-amd64: 4 of 4 binary pins moved "
+                    "(binaries 6.1.180-1, not the source's 6.1.176-1)")
+    moved = versions.load(path)
+    assert moved.shipped.release == "6.1.0-51-amd64"
+    assert list(moved.shipped.packages) == newer
+    assert "the suite's binaries 6.1.180-1: the nearest, pinned on purpose" in path.read_text()
+    # back to the source's own version: the note goes, nothing else moves
+    assert binary.rewrite(moved, "6.1.176-1", list(version.shipped.packages)) == \
+        "6.1.0-50-amd64: 4 of 4 binary pins moved"
+    assert path.read_text() == DESCRIPTOR.read_text()

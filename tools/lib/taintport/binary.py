@@ -13,19 +13,20 @@ module tools, and the signature is on the uncompressed file).
 """
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from . import build, fetch
+from . import build, fetch, names, versions
 from .build import Artifacts
 from .cache import Cache
-from .errors import RunError
+from .errors import InputError, RunError
 from .process import appending, require, run
 from .store import tree_digest
-from .versions import Binary, Version
+from .versions import RELEASE, Binary, Pin, Version
 
 # the marker scripts/sign-file appends after a module's signature
 SIGNATURE_MAGIC = b"~Module signature appended~\n"
@@ -214,3 +215,106 @@ def prepare(cache: Cache, version: Version, out: Path, log: Path, jobs: int) -> 
                                    shipped.release, log), agent)
     return Artifacts(directory=out, bzimage=vmlinuz(top, shipped),
                      modules=build.module_files(out), agent=agent, release=shipped.release)
+
+
+# The suite's metapackages that name the newest binary kernel: each depends
+# on its release's packages with (= version), and those on theirs.
+METAPACKAGES = ("linux-image-amd64", "linux-headers-amd64")
+PINNED = re.compile(r"linux-(binary|image|modules|headers|kbuild)-")
+# the package holding vmlinuz first: since 7.x linux-binary-<release>, whose
+# linux-image-<release> only depends on it and on linux-modules-<release>
+ORDER = ("linux-binary-", "linux-image-", "linux-modules-", "linux-headers-", "linux-kbuild-")
+
+
+def stanza(apt: fetch.PrivateApt, package: str, version: str) -> dict[str, str]:
+    """The index's fields of one package version."""
+    proc = run(["apt-cache", *apt.options(), "show", f"{package}={version}"],
+               stage="fetch", env={"LC_ALL": "C"}, check=False)
+    fields = dict(line.split(": ", 1) for line in proc.stdout.split("\n\n")[0].splitlines()
+                  if ": " in line and not line.startswith(" "))
+    if proc.returncode or "SHA256" not in fields:
+        raise InputError(f"{apt.version.suite}'s index has no {package} {version}")
+    return fields
+
+
+def depends(fields: dict[str, str], default: str) -> list[tuple[str, str]]:
+    """(package, version) of each kernel package fields depends on: the
+    version it pins with (= ...), else default (kbuild is unversioned on sid)."""
+    found = []
+    for dep in fields.get("Depends", "").split(","):
+        m = re.match(r"\s*([a-z0-9][a-z0-9.+-]*)\s*(?:\(\s*=\s*([^) ]+)\s*\))?",
+                     dep.split("|")[0])
+        if m and PINNED.match(m.group(1)) and m.group(1) not in METAPACKAGES:
+            found.append((m.group(1), m.group(2) or default))
+    return found
+
+
+def newest(apt: fetch.PrivateApt) -> tuple[str, list[Pin]]:
+    """The suite's newest binary kernel: its version, and every package of it
+    the shipped variant needs, followed from the metapackages' Depends."""
+    meta = replace(apt.version, package=METAPACKAGES[0])
+    binary_version = fetch.PrivateApt(apt.root.parent, meta).candidate()
+    if binary_version is None:
+        raise InputError(f"{apt.version.suite} offers no {METAPACKAGES[0]}")
+    todo = [dep for name in METAPACKAGES
+            for dep in depends(stanza(apt, name, binary_version), binary_version)]
+    pins: dict[str, Pin] = {}
+    while todo:
+        package, version = todo.pop()
+        if package in pins:
+            continue
+        fields = stanza(apt, package, version)
+        names.package(package, f"{apt.version.suite} index: Package")
+        names.deb_version(version, f"{apt.version.suite} index: {package} Version")
+        pins[package] = Pin(package, version, fields["SHA256"], int(fields.get("Size", 0)))
+        todo += depends(fields, binary_version)
+    if any(p.startswith("linux-binary-") for p in pins):
+        pins = {p: pin for p, pin in pins.items() if not p.startswith("linux-image-")}
+    return binary_version, sorted(pins.values(), key=lambda p: (
+        next(i for i, prefix in enumerate(ORDER) if p.package.startswith(prefix)), p.package))
+
+
+def repin(cache: Cache, version: Version, log: Path) -> str:
+    """Move the [shipped] pins to the suite's newest binary kernel, on
+    purpose, after fetch.repin moved the source; says what it did. Where the
+    suite's newest binary is not the source's version (the archive dropped
+    one of them), the nearest is pinned and the file says so."""
+    shipped = version.shipped
+    if shipped is None:
+        return "no [shipped] table"
+    apt = fetch.PrivateApt(cache.apt(), version)
+    apt.update(log)
+    binary_version, pins = newest(apt)
+    return rewrite(version, binary_version, pins)
+
+
+def rewrite(version: Version, binary_version: str, pins: list[Pin]) -> str:
+    """The descriptor's [shipped] release and pins, rewritten in place."""
+    shipped = version.shipped
+    assert shipped is not None  # repin checked
+    image = pins[0].package
+    release = image.split("-", 2)[2]
+    names.check(RELEASE, release, f"{version.suite} index: {image}", "a kernel release")
+    text = version.path.read_text()
+    head, sep, _ = text.partition("\n[[shipped.packages]]")
+    if not sep:
+        raise InputError(f"{version.path}: no [[shipped.packages]] to rewrite")
+    head = re.sub(r"\n# linux-source is .* on purpose\.\n?$", "", head)
+    head, count = re.subn(r'^release = ".*"$', f'release = "{release}"', head, count=1,
+                          flags=re.M)
+    if count != 1:
+        raise InputError(f"{version.path}: no 'release =' line in [shipped] to rewrite")
+    note = ""
+    if binary_version != version.version:
+        note = (f"# linux-source is {version.version}, the suite's binaries "
+                f"{binary_version}: the nearest, pinned on purpose.\n")
+    blocks = "".join(f'\n[[shipped.packages]]\npackage = "{p.package}"\n'
+                     f'version = "{p.version}"\nsha256 = "{p.sha256}"\nsize = {p.size}\n'
+                     for p in pins)
+    version.path.write_text(head.rstrip("\n") + "\n" + note + blocks)
+    versions.load(version.path)  # what was written must read back
+    moved = [p for p in pins if p not in shipped.packages]
+    said = (f"{release}: {len(moved)} of {len(pins)} binary pins moved" if moved
+            else f"{release}: binary pins unchanged")
+    return said + (f" (binaries {binary_version}, not the source's {version.version})"
+                   if note else "")

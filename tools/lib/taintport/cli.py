@@ -6,8 +6,9 @@ import time
 import traceback
 from pathlib import Path
 
-from . import (bench, boot, build, carry, ci, compare, fetch, layer, matrix, pointreleases,
-               regen, render, report, results, series, stages, store, verdict, versions)
+from . import (bench, binary, boot, build, carry, ci, compare, fetch, layer, matrix,
+               pointreleases, regen, render, report, results, series, stages, store, verdict,
+               versions)
 from .cache import Cache
 from .cells import exit_code, word
 from .errors import InputError, TaintportError
@@ -218,8 +219,10 @@ def cmd_versions(args, cache):
             log = cache.root / "logs" / f"repin-{version.name}.log"
             with cache.locked(version.name):
                 old, new = fetch.repin(cache, version, log)
+                # the binary kernel follows the source it was moved to
+                shipped = binary.repin(cache, versions.load(version.path), log)
             print(f"{version.name}: {old} -> {new}" if old != new
-                  else f"{version.name}: {old} is still the newest")
+                  else f"{version.name}: {old} is still the newest", f"({shipped})")
         return 0
     for v in versions.select([]):
         print(f"{v.name:18} {v.suite:13} {v.package} {v.version}  sha256 {v.sha256[:16]}...")
