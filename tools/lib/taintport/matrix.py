@@ -97,8 +97,10 @@ class Runner:
         self.progress.done(f"{cell.version} {cell.variant}", cell.status.value, detail)
 
     def needs_work(self, version: Version, variants: list[str]) -> bool:
+        """Whether a cell of the version still needs its source tree (the
+        distribution's binary alone does not)."""
         try:
-            return bool(self.plan(version, variants)[2])
+            return any(t.variant != series.BINARY for t in self.plan(version, variants)[2])
         except (TaintportError, OSError, ValueError):
             return True  # let the worker find and report it
 

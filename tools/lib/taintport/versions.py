@@ -161,6 +161,7 @@ def load_binary(path, table):
 
 
 def check_pin(where, data):
+    """package, version, sha256 and size: the source's pin or a binary's."""
     names.package(data["package"], f"{where} package")
     names.deb_version(data["version"], f"{where} version")
     names.check(names.SHA256, data["sha256"], f"{where} sha256", "64 lower-case hex digits")
@@ -180,13 +181,7 @@ def check_fields(path, data):
                 "an http(s): or file: archive URL")
     names.check(names.COMPONENT, data["component"], f"{path}: component",
                 "an archive component")
-    names.package(data["package"], f"{path}: package")
-    names.deb_version(data["version"], f"{path}: version")
-    names.check(names.SHA256, data["sha256"], f"{path}: sha256",
-                "64 lower-case hex digits")
-    size = data["size"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise InputError(f"{path}: size: {size!r} is not a size in bytes")
+    check_pin(f"{path}:", data)
 
 
 def series_key(version):
