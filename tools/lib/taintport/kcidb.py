@@ -10,7 +10,7 @@ import enum
 import hashlib
 from typing import Any, Sequence
 
-from .cells import Cell, Inputs, Matrix, Run, word
+from .cells import Cell, Matrix, Run, word
 from .series import BINARY
 from .verdict import Check
 from .verdict import Status as Verdict
