@@ -192,17 +192,19 @@ def vmlinuz(top: Path, shipped: Binary) -> Path:
     raise RunError("shipped", f"no vmlinuz of {shipped.release} in the pinned packages")
 
 
-def prepare(cache: Cache, version: Version, out: Path, log: Path, jobs: int) -> Artifacts:
-    """Fetch and extract the packages, build the test modules against them,
-    build the agent for the release: what a built variant's Artifacts hold."""
-    shipped = version.shipped
-    if shipped is None:
-        raise RunError("shipped", f"{version.path} has no [shipped] table: no binary "
-                       "kernel is pinned for this version")
-    log.unlink(missing_ok=True)
+def unpack(cache: Cache, version: Version, log: Path) -> Path:
+    """The pinned packages fetched, checked and extracted: the folder they are in."""
+    shipped = pinned(version)
     top = root(cache, version, shipped)
     extract(fetch_packages(cache, version, shipped, log), top, log)
     host_programs(top, cache.build(version), log)
+    return top
+
+
+def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Artifacts:
+    """The test modules built against the unpacked headers, the signed
+    module and the agent for the release: what a built variant's Artifacts hold."""
+    shipped = pinned(version)
     out.mkdir(parents=True, exist_ok=True)
     for stale in build.module_files(out):
         stale.unlink()
@@ -215,6 +217,13 @@ def prepare(cache: Cache, version: Version, out: Path, log: Path, jobs: int) -> 
                                    shipped.release, log), agent)
     return Artifacts(directory=out, bzimage=vmlinuz(top, shipped),
                      modules=build.module_files(out), agent=agent, release=shipped.release)
+
+
+def pinned(version: Version) -> Binary:
+    if version.shipped is None:
+        raise RunError("shipped", f"{version.path} has no [shipped] table: no binary "
+                       "kernel is pinned for this version")
+    return version.shipped
 
 
 # The suite's metapackages that name the newest binary kernel: each depends

@@ -338,9 +338,9 @@ def cmd_build(args, cache):
     if args.variant == series.BINARY:
         # the distribution built the kernel: only the test modules and the agent
         version = versions.select([args.version])[0]
-        art = binary.prepare(cache, version, cache.artifacts(version, args.variant),
-                             cache.root / "logs" / f"build-{version.name}-{args.variant}.log",
-                             args.jobs)
+        log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
+        art = binary.prepare(version, binary.unpack(cache, version, log),
+                             cache.artifacts(version, args.variant), log, args.jobs)
         print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
         return 0
     version, tree, quilt_series = cell_setup(args, cache)

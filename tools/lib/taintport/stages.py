@@ -135,9 +135,11 @@ class Chain:
         but the test modules, against its headers."""
         cdir = self.cell_dir(cell)
         cdir.mkdir(parents=True, exist_ok=True)
-        artifacts = self.timed(cell, "build", binary.prepare, self.cache, version,
-                               self.cache.artifacts(version, cell.variant),
-                               cdir / "build.log", self.jobs)
+        log = cdir / "build.log"
+        log.unlink(missing_ok=True)
+        top = self.timed(cell, "fetch", binary.unpack, self.cache, version, log)
+        artifacts = self.timed(cell, "build", binary.prepare, version, top,
+                               self.cache.artifacts(version, cell.variant), log, self.jobs)
         built = self.built(cell, artifacts, None)
         return Built(built.artifacts, None, version.shipped)
 
