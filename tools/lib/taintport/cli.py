@@ -20,10 +20,12 @@ v3.15) onto distribution kernels and prove it by booting them.
 
 Each kernel in versions/ is fetched with apt, built from tinyconfig plus
 kconfigs/, and booted under QEMU with a dracut initramfs that loads an
-out-of-tree module signed, unsigned and forced. Three variants per kernel:
-  upstream    the tree as the distribution ships it (has the fix)
-  reverted    the pre-3.15 bug reconstructed by hand (the test must catch it)
-  backported  reverted + the taintport layer (the fix must be back)
+out-of-tree module signed, unsigned and forced, and a livepatch. Variants:
+  upstream    the tree as the distribution ships it, built by us
+  shipped     the distribution's own binary of that tree (no build of ours)
+  reverted    every fix the tree ships removed by hand (the test must catch it)
+  backported  reverted + the taintport layer (the fixes must be back)
+  patched     as shipped + the layer (what goes into debian/patches)
 
 Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
 what test-matrix/expectations.toml says), 2 the run itself broke.
