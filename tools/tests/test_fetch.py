@@ -293,7 +293,7 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
             raise Broke("build", "make failed (a test's failure)")
         return Built(artifacts=None, identical=None)
 
-    def judge_boot(cell, built, peer=None):
+    def judge_boot(cell, built):
         span(f"boot {cell.variant}", 0.6)
         cell.status = Status.AS_EXPECTED
 

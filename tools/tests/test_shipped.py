@@ -272,3 +272,31 @@ def test_repin_rewrites_the_pins_and_says_when_they_are_the_nearest(tmp_path):
     assert binary.rewrite(moved, "6.1.176-1", list(version.shipped.packages)) == \
         "6.1.0-50-amd64: 4 of 4 binary pins moved"
     assert path.read_text() == DESCRIPTOR.read_text()
+
+
+def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
+    """A stored shipped cell is compared with this run's upstream, not the
+    one it was stored beside: a disagreement that is gone clears, and a
+    cell with no sound peer carries no agreement check."""
+    from taintport.cache import Cache
+    from taintport.progress import Progress
+    from taintport.stages import Chain
+    from taintport.verdict import FixState
+
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
+                  jobs=1, timeout=10)
+    fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
+    shipped = cell("shipped", {"signed.loads": True, "livepatch.events_present": False})
+    shipped.fixes = fixes
+    other = cell("upstream", {"signed.loads": True, "livepatch.events_present": True})
+    same = cell("upstream", {"signed.loads": True, "livepatch.events_present": False})
+    chain.agree(shipped, other)
+    assert shipped.status is Status.UNEXPECTED
+    assert [c.name for c in shipped.failing] == ["shipped_agrees_with_upstream"]
+    chain.agree(shipped, same)
+    assert shipped.status is Status.KNOWN_BUG and not shipped.failing
+    assert shipped.checks[0].name == "shipped_agrees_with_upstream"
+    broken = cell("upstream", {}, status=Status.ERROR)
+    chain.agree(shipped, broken)
+    assert shipped.status is Status.KNOWN_BUG
+    assert "shipped_agrees_with_upstream" not in [c.name for c in shipped.checks]

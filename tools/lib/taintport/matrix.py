@@ -89,12 +89,22 @@ class Runner:
         return self.folder.ordered_cells()
 
     def publish(self, cell: Cell) -> None:
+        expect = self.chain.expectations
+        other = expect.variant(cell.variant).agrees_with
+        if other:
+            self.chain.agree(cell, self.folder.published(cell.version, other))
         cell = provoke.apply(self.provoked, cell)  # the caller stores its own, unprovoked
         self.folder.accelerator = self.chain.accel
         self.folder.publish(cell)
         detail = cell.errors[0].splitlines()[0] if cell.errors else \
             ("reused" if cell.reused else "")
         self.progress.done(f"{cell.version} {cell.variant}", cell.status.value, detail)
+        # a cell published before its peer (taken from the store) is judged again
+        for variant in self.variants:
+            mine = self.folder.published(cell.version, variant)
+            if mine is not None and expect.variant(variant).agrees_with == cell.variant:
+                self.chain.agree(mine, cell)
+                self.folder.publish(mine)
 
     def needs_work(self, version: Version, variants: list[str]) -> bool:
         """Whether a cell of the version still needs its source tree (the
@@ -209,11 +219,8 @@ class Runner:
     def boot_cell(self, item: store.Todo, cell: Cell, built: Built | None) -> None:
         """The artifacts half (initramfs, boot, verdict); then publish and store."""
         if built is not None:
-            other = self.chain.expectations.variant(cell.variant).agrees_with
-            # boots run in series order on one thread: the other cell is published
-            peer = self.folder.published(cell.version, other) if other else None
             try:
-                self.chain.boot(cell, built, peer)
+                self.chain.boot(cell, built)
             except TaintportError as err:
                 if STOPPING.is_set():
                     return  # an interrupted cell is not a result: --resume runs it

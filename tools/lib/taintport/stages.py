@@ -164,10 +164,8 @@ class Chain:
             self.initramfs_bases.add(base)
         return initramfs.build(artifacts, token, base, artifacts.directory / "initramfs.img")
 
-    def boot(self, cell: Cell, built: Built, peer: Cell | None = None) -> None:
-        """Initramfs, boot and verdict; the cell holds the result. peer: the
-        cell of this run the variant must agree with (expectations.toml
-        agrees_with), None when there is none to compare."""
+    def boot(self, cell: Cell, built: Built) -> None:
+        """Initramfs, boot and verdict; the cell holds the result."""
         artifacts, cdir = built.artifacts, self.cell_dir(cell)
         cdir.mkdir(parents=True, exist_ok=True)
         token = secrets.token_hex(8)
@@ -201,15 +199,32 @@ class Chain:
                                   self.expectations.skips(cell.variant))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
-        other = self.expectations.variant(cell.variant).agrees_with
-        if other and peer is not None and peer.status is not verdict.Status.ERROR \
-                and judgement.status is not verdict.Status.ERROR:
-            judgement = verdict.with_check(judgement, verdict.agreement(
-                cell.variant, judgement.checks, peer))
         cell.status = judgement.status
         cell.errors += judgement.errors
         cell.checks = list(judgement.checks)
         cell.panic = list(parsed.panic)
+
+    # -- a variant judged against another of the same run ----------------------
+    def agree(self, cell: Cell, peer: Cell | None) -> None:
+        """(Re)make the check that cell observed every test as peer did
+        (expectations.toml agrees_with), whenever either is published: a
+        stored cell is compared with this run's, never with the one it was
+        stored beside. Without a sound peer there is nothing to compare."""
+        other = self.expectations.variant(cell.variant).agrees_with
+        if not other or cell.status is verdict.Status.ERROR:
+            return
+        name = f"{cell.variant}_agrees_with_{other}"
+        checks = [c for c in cell.checks if c.name != name]
+        status = cell.status
+        if status is verdict.Status.UNEXPECTED and all(c.matches for c in checks):
+            status = verdict.Status.KNOWN_BUG if \
+                self.expectations.known_bug(cell.variant, cell.fixes) else \
+                verdict.Status.AS_EXPECTED  # the old check alone made it unexpected
+        judgement = verdict.Judgement(status, checks, cell.errors)
+        if peer is not None and peer.status is not verdict.Status.ERROR:
+            judgement = verdict.with_check(judgement,
+                                           verdict.agreement(cell.variant, checks, peer))
+        cell.status, cell.checks = judgement.status, judgement.checks
 
     # -- a variant byte-identical to another --------------------------------
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
