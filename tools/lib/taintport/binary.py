@@ -40,8 +40,10 @@ HOST_KINDS = (".real-lsb-64", ".real-x86")
 
 
 def root(cache: Cache, version: Version, shipped: Binary) -> Path:
-    """The extracted packages, named by their pins: a repin extracts anew."""
-    pins = "\n".join(f"{p.package} {p.version} {p.sha256}" for p in shipped.packages)
+    """The extracted packages, named by their pins and the module kept of
+    them: a repin, or another signed_module, extracts anew."""
+    pins = "\n".join([f"{p.package} {p.version} {p.sha256}" for p in shipped.packages]
+                     + [shipped.signed_module])
     return cache.root / "binary" / version.name / hashlib.sha256(pins.encode()).hexdigest()[:16]
 
 
@@ -57,8 +59,9 @@ def fetch_packages(cache: Cache, version: Version, shipped: Binary, log: Path) -
     return debs
 
 
-def extract(debs: list[Path], target: Path, log: Path) -> None:
-    """All packages into target, whole or not at all (a temporary folder renamed)."""
+def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
+    """All packages into target, whole or not at all (a temporary folder
+    renamed), without the modules the guest never loads (130-390 MB a kernel)."""
     if target.is_dir():
         return
     require("dpkg-deb", "dpkg")
@@ -69,6 +72,11 @@ def extract(debs: list[Path], target: Path, log: Path) -> None:
     try:
         for deb in debs:
             run(["dpkg-deb", "-x", deb, tmp], stage="fetch", log=log)
+        for modules in module_folders(tmp, shipped):
+            for module in (modules / "kernel").rglob("*"):
+                if module.is_file() and \
+                        not str(module.relative_to(modules)).startswith(shipped.signed_module):
+                    module.unlink()
         os.replace(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -156,11 +164,14 @@ def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: in
         shutil.copy2(module, out / module.name)
 
 
+def module_folders(top: Path, shipped: Binary) -> list[Path]:
+    """lib/modules/<release>: under usr/ since 7.x (merged /usr), else at the top."""
+    return [top / prefix / "lib" / "modules" / shipped.release for prefix in ("usr", ".")]
+
+
 def signed_module(top: Path, shipped: Binary, out: Path) -> Path:
     """The distribution's signed module, in the form the guest kernel loads."""
-    modules = [top / prefix / "lib" / "modules" / shipped.release
-               for prefix in ("usr", ".")]
-    for folder in modules:
+    for folder in module_folders(top, shipped):
         for suffix in ("", *DECOMPRESS):
             found = folder / (shipped.signed_module + suffix)
             if found.is_file():
@@ -196,7 +207,7 @@ def unpack(cache: Cache, version: Version, log: Path) -> Path:
     """The pinned packages fetched, checked and extracted: the folder they are in."""
     shipped = pinned(version)
     top = root(cache, version, shipped)
-    extract(fetch_packages(cache, version, shipped, log), top, log)
+    extract(fetch_packages(cache, version, shipped, log), top, shipped, log)
     host_programs(top, cache.build(version), log)
     return top
 
