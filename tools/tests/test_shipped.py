@@ -300,3 +300,39 @@ def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
     chain.agree(shipped, broken)
     assert shipped.status is Status.KNOWN_BUG
     assert "shipped_agrees_with_upstream" not in [c.name for c in shipped.checks]
+
+
+def tiny_deb(work, name, files):
+    """A .deb holding files {path: bytes}, as dpkg-deb builds one."""
+    import subprocess
+    root = work / f"pkg-{name}"
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    (root / "DEBIAN").mkdir()
+    (root / "DEBIAN" / "control").write_text(
+        f"Package: {name}\nVersion: 1\nArchitecture: amd64\n"
+        "Maintainer: test <t@localhost>\nDescription: test\n")
+    deb = work / f"{name}_1_amd64.deb"
+    subprocess.run(["dpkg-deb", "--build", str(root), str(deb)], check=True,
+                   capture_output=True)
+    return deb
+
+
+def test_extraction_keeps_of_the_modules_only_the_signed_one(tmp_path):
+    shipped = versions.select(["bookworm-6.1"])[0].shipped
+    modules = f"lib/modules/{shipped.release}"
+    debs = [tiny_deb(tmp_path, "linux-image-test", {
+                f"boot/vmlinuz-{shipped.release}": b"kernel",
+                f"{modules}/{shipped.signed_module}": b"signed",
+                f"{modules}/kernel/drivers/net/dummy.ko": b"other",
+                f"{modules}/modules.order": b"order"}),
+            tiny_deb(tmp_path, "linux-headers-test", {
+                f"usr/src/linux-headers-{shipped.release}/Makefile": b"include /usr/src/x\n"})]
+    target = tmp_path / "root"
+    binary.extract(debs, target, shipped, tmp_path / "log")
+    kept = sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    assert kept == [f"boot/vmlinuz-{shipped.release}", f"{modules}/{shipped.signed_module}",
+                    f"{modules}/modules.order",
+                    f"usr/src/linux-headers-{shipped.release}/Makefile"]
+    assert not list(tmp_path.glob(".extract-*")), "no half-made folder left"
