@@ -10,7 +10,9 @@
  * events and the kernel log what a kernel with every fix of the family
  * does. Last it turns signature enforcement on and tests that unsigned
  * and forced loads are refused and signed ones still trace. Then it ends
- * the VM.
+ * the VM. On a distribution's own binary (taintport.signed=<name>) a
+ * module the distribution signed takes the signed loads, and what such a
+ * load cannot show is reported as a SKIP with the reason.
  *
  * test-matrix/README.md is the contract: the guard, the tests and
  * their order, the output. "ok" is always the behaviour of a fixed
