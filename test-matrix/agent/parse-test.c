@@ -116,6 +116,37 @@ static void cmdline_letter_refuses_more_than_a_letter(void)
 			 "cmdline_letter_refuses_more_than_a_letter");
 }
 
+static void cmdline_signed_module_is_optional(void)
+{
+	char name[16] = "x";
+
+	ktap_test_result(cmdline_signed_module("console=ttyS0", name, sizeof(name)) &&
+			 !name[0], "cmdline_signed_module_is_optional");
+}
+
+static void cmdline_signed_module_takes_a_module_name(void)
+{
+	char name[16];
+
+	ktap_test_result(cmdline_signed_module("taintport.signed=ts_kmp quiet",
+					       name, sizeof(name)) &&
+			 !strcmp(name, "ts_kmp"),
+			 "cmdline_signed_module_takes_a_module_name");
+}
+
+static void cmdline_signed_module_refuses_a_path(void)
+{
+	char name[16];
+
+	ktap_test_result(!cmdline_signed_module("taintport.signed=../etc",
+						name, sizeof(name)) &&
+			 !cmdline_signed_module("taintport.signed=", name,
+						sizeof(name)) &&
+			 !cmdline_signed_module("taintport.signed=a_name_far_too_long",
+						name, sizeof(name)),
+			 "cmdline_signed_module_refuses_a_path");
+}
+
 static void tainted_reads_the_proc_file(void)
 {
 	unsigned long tainted;
@@ -306,6 +337,9 @@ static void (*const tests[])(void) = {
 	cmdline_letter_defaults_to_e,
 	cmdline_letter_takes_the_given_letter,
 	cmdline_letter_refuses_more_than_a_letter,
+	cmdline_signed_module_is_optional,
+	cmdline_signed_module_takes_a_module_name,
+	cmdline_signed_module_refuses_a_path,
 	tainted_reads_the_proc_file,
 	tainted_refuses_garbage,
 	tainted_bits_of_an_unsigned_load,

@@ -84,6 +84,32 @@ char cmdline_letter(const char *cmdline)
 	return value[0];
 }
 
+/*
+ * The module named by taintport.signed=, a module the distribution signed
+ * that stands in for the signed utt on the distribution's own binary
+ * kernel: true with name empty when there is none, false when the value
+ * is not a module name (lower case, digits, '_'), which would otherwise
+ * become part of a path.
+ */
+bool cmdline_signed_module(const char *cmdline, char *name, size_t size)
+{
+	/* any value of the command line fits: a long one is refused below */
+	static char value[CMDLINE_SIZE];
+	const char *c;
+
+	name[0] = '\0';
+	if (!cmdline_value(cmdline, "taintport.signed", value, sizeof(value)))
+		return !strstr(cmdline, "taintport.signed=");
+	if (!value[0] || strlen(value) >= size)
+		return false;
+	for (c = value; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '_'))
+			return false;
+	strcpy(name, value);
+	return true;
+}
+
 /* /proc/sys/kernel/tainted: one unsigned decimal number and a newline */
 bool tainted_parse(const char *text, unsigned long *tainted)
 {

@@ -11,6 +11,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* room for /proc/cmdline (COMMAND_LINE_SIZE is 2048 on x86) */
+#define CMDLINE_SIZE	4096
+
 /* taintport.fault=, the harness's self-test of broken runs */
 enum fault {
 	FAULT_NONE,
@@ -24,6 +27,7 @@ bool cmdline_value(const char *cmdline, const char *key,
 		   char *value, size_t size);
 enum fault cmdline_fault(const char *cmdline);
 char cmdline_letter(const char *cmdline);
+bool cmdline_signed_module(const char *cmdline, char *name, size_t size);
 
 bool tainted_parse(const char *text, unsigned long *tainted);
 bool tainted_has_bit(unsigned long tainted, unsigned int bit);

@@ -10,7 +10,9 @@
  * events and the kernel log what a kernel with every fix of the family
  * does. Last it turns signature enforcement on and tests that unsigned
  * and forced loads are refused and signed ones still trace. Then it ends
- * the VM.
+ * the VM. On a distribution's own binary (taintport.signed=<name>) a
+ * module the distribution signed takes the signed loads, and what such a
+ * load cannot show is reported as a SKIP with the reason.
  *
  * test-matrix/README.md is the contract: the guard, the tests and
  * their order, the output. "ok" is always the behaviour of a fixed
@@ -75,6 +77,9 @@
 /* room for any tracefs or sysfs path the agent builds */
 #define PATH_SIZE		128
 
+/* MODULE_NAME_LEN of include/linux/module.h */
+#define MODULE_NAME_SIZE	56
+
 /*
  * How long a livepatch transition may take before the agent gives up
  * waiting. With reliable stack traces it finishes at once; the livepatch
@@ -106,11 +111,16 @@ struct log_check {
  */
 struct test_module {
 	const char *name;		/* also its trace system */
+	/*
+	 * signed by the distribution, built with its kernel: no O, and no
+	 * trace event of ours (the signed loads on a distribution's binary)
+	 */
+	bool in_tree;
 	const struct klp_test *klp;	/* NULL unless the module is a livepatch */
 	const char *taint_letters;	/* module_[not_]tainted_<letter> */
 	const unsigned int *kernel_bits;	/* kernel_[not_]tainted_<letter> */
 	size_t nr_kernel_bits;
-	const char *event;		/* the module's one trace event */
+	const char *event;		/* the module's one trace event, or NULL */
 	/* makes the module fire its event; false when the agent failed */
 	bool (*fire)(const struct load *l, int value);
 	/* whether an event payload is the one fire() caused */
@@ -134,6 +144,8 @@ struct mode {
 	bool events_want;		/* events created (and the event fires) */
 	const char *load_want;		/* of load_letters, those shown */
 	unsigned long log_want;		/* of logs, BIT(i) of those logged */
+	/* when set, the module is loaded unsigned where a signed load was meant */
+	const char *unsigned_why;
 };
 
 /* what one load did, gathered before its results are printed */
@@ -153,6 +165,9 @@ static enum fault fault;
 static char unsigned_letter;
 static char tracefs[32];	/* "" when no tracefs could be found */
 static bool module_load_enabled;
+/* taintport.signed=: the distribution's signed module, "" when none */
+static char vendor_name[MODULE_NAME_SIZE];
+static char vendor_path[PATH_SIZE];
 static unsigned int plan;	/* test cases to print, over all subtests */
 
 static __printf(1, 2) void agent_error(const char *fmt, ...)
@@ -267,6 +282,20 @@ static char letter_of(char letter)
 }
 
 /*
+ * Why a letter of the tables cannot be seen on this load by design, or
+ * NULL: a module the distribution signed is in-tree (no O), and a module
+ * loaded unsigned where a signed load was meant is E for that reason.
+ */
+static const char *letter_unobservable(const struct load *l, char letter)
+{
+	if (letter == 'O' && l->mode->module->in_tree)
+		return "the distribution's signed module is in-tree: no O";
+	if (letter == 'E')
+		return l->mode->unsigned_why;
+	return NULL;
+}
+
+/*
  * One test <what>_tainted_<c> or <what>_not_tainted_<c> for each c of
  * letters, as want has c or not: whether have agrees, or, when have is
  * NULL, that the agent could not see (why).
@@ -282,7 +311,9 @@ static void report_letters(const struct load *l, const char *what,
 
 		snprintf(test, sizeof(test), "%s_%stainted_%c", what,
 			 wanted ? "" : "not_", *letters);
-		if (have)
+		if (letter_unobservable(l, *letters))
+			report_unobserved(l, test, letter_unobservable(l, *letters));
+		else if (have)
 			report(l, test, taint_has_letter(have, letter_of(*letters)) ==
 				       wanted);
 		else
@@ -322,6 +353,20 @@ static const char *guard(const char *cmdline)
 	if (access("/etc/initrd-release", F_OK))
 		return "not in an initramfs (no /etc/initrd-release)";
 	return NULL;
+}
+
+/*
+ * uname -v: whose build of the release this is (Debian's says "Debian
+ * 6.1.176-1"), which the harness records with the cell
+ */
+static void print_kernel_version(void)
+{
+	struct utsname uts;
+
+	if (uname(&uts))
+		agent_error("uname: %s", strerror(errno));
+	else
+		ktap_print_msg("taintport-agent: uname -v: %s", uts.version);
 }
 
 static bool tracefs_at(const char *dir)
@@ -573,7 +618,10 @@ static void check_kernel_taint(const struct load *l)
 
 		snprintf(test, sizeof(test), "kernel_%stainted_%c",
 			 wanted ? "" : "not_", bit_letter(bit));
-		if (readable)
+		if (letter_unobservable(l, bit_letter(bit)))
+			report_unobserved(l, test,
+					  letter_unobservable(l, bit_letter(bit)));
+		else if (readable)
 			report(l, test, tainted_has_bit(tainted, bit) == wanted);
 		else
 			report_unobserved(l, test, "tainted unreadable");
@@ -776,6 +824,16 @@ static void check_events(struct load *l, int value)
 	bool present;
 	bool fired;
 
+	if (!m->event) {
+		const char *why = "the distribution's signed module has no trace event of ours";
+
+		/* the module_load line is still there to read */
+		if (tracefs[0] && l->loaded)
+			trace_read(l);
+		report_unobserved(l, events, why);
+		report_unobserved(l, fires, why);
+		return;
+	}
 	if (!tracefs[0] || !l->loaded) {
 		const char *why = tracefs[0] ? "module not loaded" : "no tracefs";
 
@@ -1000,6 +1058,23 @@ static const struct test_module utt = {
 	.nr_logs = ARRAY_SIZE(utt_logs),
 };
 
+/*
+ * taintport.signed=<name>: on the distribution's own binary no module can
+ * be signed with its key here, so one it signed stands in for the signed
+ * utt (/taintport/<name>.ko). The same tests, but those about O and about
+ * utt's event, which that module cannot show, are skipped and say why.
+ */
+static struct test_module vendor = {
+	.name = vendor_name,
+	.in_tree = true,
+	.taint_letters = "OFE",
+	.kernel_bits = utt_kernel_bits,
+	.nr_kernel_bits = ARRAY_SIZE(utt_kernel_bits),
+	.load_letters = "OFE",
+	.logs = utt_logs,
+	.nr_logs = ARRAY_SIZE(utt_logs),
+};
+
 /* module/tlp.c replaces cmdline_proc_show() */
 static const struct klp_test tlp_klp = {
 	.file = "/proc/cmdline",
@@ -1052,8 +1127,10 @@ static const struct test_module tlp = {
  * only while F is clear (kernel/module/main.c, kernel/module.c before
  * 5.19), and show_module_flags() prints O, F and E but no K.
  */
-static const struct mode modes[] = {
-	{
+enum { MODE_SIGNED, MODE_UNSIGNED, MODE_FORCED, MODE_LIVEPATCH, NR_MODES };
+
+static struct mode modes[NR_MODES] = {
+	[MODE_SIGNED] = {
 		.name = "signed", .module = &utt,
 		.path = "/taintport/utt-signed.ko", .flags = 0,
 		.taint_want = "O",
@@ -1061,7 +1138,8 @@ static const struct mode modes[] = {
 		.events_want = true,
 		.load_want = "O",
 		.log_want = 0,
-	}, {
+	},
+	[MODE_UNSIGNED] = {
 		.name = "unsigned", .module = &utt,
 		.path = "/taintport/utt.ko", .flags = 0,
 		.taint_want = "OE",
@@ -1069,7 +1147,8 @@ static const struct mode modes[] = {
 		.events_want = true,
 		.load_want = "OE",
 		.log_want = BIT(UTT_LOG_VERIFICATION_FAILED),
-	}, {
+	},
+	[MODE_FORCED] = {
 		.name = "forced", .module = &utt,
 		.path = "/taintport/utt.ko", .flags = MODULE_INIT_IGNORE_VERMAGIC,
 		.taint_want = "OFE",
@@ -1078,7 +1157,8 @@ static const struct mode modes[] = {
 		.events_want = false,
 		.load_want = "OFE",
 		.log_want = BIT(UTT_LOG_BAD_VERMAGIC) | BIT(UTT_LOG_BAD_TAINT),
-	}, {
+	},
+	[MODE_LIVEPATCH] = {
 		.name = "livepatch", .module = &tlp,
 		.path = "/taintport/tlp-signed.ko", .flags = 0,
 		.taint_want = "OK",
@@ -1142,7 +1222,7 @@ static const struct mode enforced_forced = {
 	.path = "/taintport/utt.ko", .flags = MODULE_INIT_IGNORE_VERMAGIC,
 };
 
-static const struct mode enforced_signed = {
+static struct mode enforced_signed = {
 	.name = "enforced", .module = &utt,
 	.path = "/taintport/utt-signed.ko", .flags = 0,
 	.taint_want = "O",
@@ -1277,6 +1357,25 @@ static void run_enforced(int value)
 	ktap_subtest_end();
 }
 
+/*
+ * The signed loads take the distribution's module, and the livepatch,
+ * which cannot carry the distribution's signature either, loads unsigned.
+ */
+static void use_vendor_module(void)
+{
+	snprintf(vendor_path, sizeof(vendor_path), "/taintport/%s.ko",
+		 vendor_name);
+	modes[MODE_SIGNED].module = &vendor;
+	modes[MODE_SIGNED].path = vendor_path;
+	modes[MODE_LIVEPATCH].path = "/taintport/tlp.ko";
+	modes[MODE_LIVEPATCH].unsigned_why =
+		"tlp cannot carry the distribution's signature: loaded unsigned";
+	enforced_signed.module = &vendor;
+	enforced_signed.path = vendor_path;
+	ktap_print_msg("taintport-agent: signed loads use %s, signed by the distribution",
+		       vendor_path);
+}
+
 /* the harness's self-test of broken runs; returns unless it ends the run */
 static void inject_fault(void)
 {
@@ -1302,7 +1401,7 @@ static void inject_fault(void)
 
 int main(void)
 {
-	static char cmdline[4096];
+	static char cmdline[CMDLINE_SIZE];
 	const char *why;
 	size_t i;
 
@@ -1333,6 +1432,11 @@ int main(void)
 	fault = cmdline_fault(cmdline);
 	inject_fault();
 
+	if (!cmdline_signed_module(cmdline, vendor_name, sizeof(vendor_name)))
+		agent_error("taintport.signed= is not a module name, using utt-signed.ko");
+	else if (vendor_name[0])
+		use_vendor_module();
+
 	unsigned_letter = cmdline_letter(cmdline);
 	if (!unsigned_letter) {
 		agent_error("taintport.letter= is not one letter A-Z, using E");
@@ -1340,6 +1444,7 @@ int main(void)
 	}
 	ktap_print_msg("taintport-agent: kernel %s, unsigned letter %c",
 		       KRELEASE, unsigned_letter);
+	print_kernel_version();
 	tracefs_setup();
 
 	for (i = 0; i < ARRAY_SIZE(modes); i++)

@@ -19,11 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from taintport import versions
+
 REPO = Path(__file__).resolve().parents[2]
 AGENT_SRC = REPO / "test-matrix" / "agent"
 DANGEROUS = "init_module,finit_module,delete_module,reboot,ioperm,iopl,syslog,mount"
 LOADS = re.compile(rf"(^|[^_a-z])({'|'.join(DANGEROUS.split(','))})\(", re.M)
 OTHER_RELEASE = "0.0.0-taintport-not-this-kernel"
+# the shipped variant's agent is built for Debian's own release string
+DEBIAN_RELEASE = versions.select(["bookworm-6.1"])[0].shipped.release
 TOKEN = "0123456789abcdef"
 
 pytestmark = pytest.mark.skipif(
@@ -43,10 +47,12 @@ def build(out, release):
 
 @pytest.fixture(scope="module")
 def agents(tmp_path_factory):
-    """{release: agent}: one built for this host's kernel, one for another."""
+    """{release: agent}: one built for this host's kernel, one for another,
+    one for the release of a Debian binary the shipped variant boots."""
     root = tmp_path_factory.mktemp("agents")
     return {"host": build(root / "host", platform.release()),
-            "other": build(root / "other", OTHER_RELEASE)}
+            "other": build(root / "other", OTHER_RELEASE),
+            "debian": build(root / "debian", DEBIAN_RELEASE)}
 
 
 def guest_root(folder, agent, cmdline=None, token=None, initrd=True):
@@ -90,6 +96,11 @@ CASES = {
     "another kernel release": (
         dict(cmdline=f"console=ttyS0 taintport.token={TOKEN}\n", token=f"{TOKEN}\n"),
         "other", f"kernel is {platform.release()}, agent is built for {OTHER_RELEASE}"),
+    # the shipped variant's command line, on a host that is not that binary
+    "a Debian binary's release": (
+        dict(cmdline=f"console=ttyS0 taintport.token={TOKEN} taintport.signed=ts_kmp\n",
+             token=f"{TOKEN}\n"),
+        "debian", f"kernel is {platform.release()}, agent is built for {DEBIAN_RELEASE}"),
     "not in an initramfs": (
         dict(cmdline=f"console=ttyS0 taintport.token={TOKEN}\n", token=f"{TOKEN}\n",
              initrd=False), "host", "not in an initramfs (no /etc/initrd-release)"),
@@ -99,6 +110,8 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_each_guard_refuses_on_its_own(agents, tmp_path, case):
     files, release, reason = CASES[case]
+    if release == "debian" and platform.release() == DEBIAN_RELEASE:
+        pytest.skip(f"this host runs {DEBIAN_RELEASE}: the token and initramfs cases hold")
     root = tmp_path / "root"
     root.mkdir()
     code, stderr, calls = refusal(guest_root(root, agents[release], **files), tmp_path)

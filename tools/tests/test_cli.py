@@ -26,7 +26,7 @@ def test_unknown_version():
 def test_unknown_variant():
     proc = taintport("matrix", "--versions", "bookworm-6.1", "--variants", "fixed")
     assert proc.returncode == 2
-    assert "unknown variant 'fixed'; valid: upstream, reverted, backported" in proc.stderr
+    assert "unknown variant 'fixed'; valid: upstream, shipped, reverted, backported" in proc.stderr
 
 
 def test_bad_letter(tmp_path):

@@ -56,7 +56,8 @@ class Timings:
 
 @dataclass
 class Inputs:
-    """What decided a cell's result; the first eight fields are hashed into its key."""
+    """What decided a cell's result; all but sources_sha256 and bzimage_sha256
+    are hashed into its key."""
     package: str
     package_version: str
     deb_sha256: str = ""
@@ -65,6 +66,11 @@ class Inputs:
     fragments: dict[str, str] = field(default_factory=dict)   # name -> sha256
     expectations_sha256: str = ""
     test_matrix_sha256: str = ""
+    # the distribution's binary (the shipped variant): "package=version" ->
+    # sha256 of every pinned .deb, and the digest of the descriptor's whole
+    # [shipped] table (boot options, module, make variables); empty elsewhere
+    binaries: dict[str, str] = field(default_factory=dict)
+    shipped_sha256: str = ""
     sources_sha256: str | None = None   # the C files the series touches, as built
     bzimage_sha256: str | None = None   # after the build
     # what an older run recorded that this one does not (semantic_patches_sha256)
@@ -76,6 +82,8 @@ class Inputs:
             value = getattr(self, f.name)
             if f.name == "other":
                 out.update(value)
+            elif f.name in ("binaries", "shipped_sha256") and not value:
+                continue  # a built variant's inputs (and key) stay as they were
             elif value is not None and (value != "" or f.name in ("package",
                                                                   "package_version")):
                 out[f.name] = list(value) if isinstance(value, list) else value
@@ -114,6 +122,7 @@ class Cell:
     timings: Timings = field(default_factory=Timings)
     accelerator: str | None = None
     kernel_release: str | None = None
+    kernel_version: str | None = None  # the guest's uname -v: whose build booted
     inputs: Inputs | None = None    # None: the run never got as far as reading them
     qemu_exit_code: int | None = None
     panic: list[str] = field(default_factory=list)
@@ -151,6 +160,7 @@ class Cell:
             "errors": list(self.errors), "checks": [c.as_dict() for c in self.checks],
             "timings": self.timings.as_json(), "accelerator": self.accelerator,
             "kernel_release": self.kernel_release,
+            **({"kernel_version": self.kernel_version} if self.kernel_version else {}),
             "inputs": self.inputs.as_json() if self.inputs else {},
             "qemu_exit_code": self.qemu_exit_code,
             "logs": {"build": self.logs.build, "console": self.logs.console}}

@@ -6,8 +6,9 @@ import time
 import traceback
 from pathlib import Path
 
-from . import (bench, boot, build, carry, ci, compare, fetch, layer, matrix, pointreleases,
-               regen, render, report, results, series, stages, store, verdict, versions)
+from . import (bench, binary, boot, build, carry, ci, compare, fetch, layer, matrix,
+               pointreleases, regen, render, report, results, series, stages, store, verdict,
+               versions)
 from .cache import Cache
 from .cells import FAULTS, exit_code, fault_in, word
 from .errors import InputError, TaintportError
@@ -19,10 +20,12 @@ v3.15) onto distribution kernels and prove it by booting them.
 
 Each kernel in versions/ is fetched with apt, built from tinyconfig plus
 kconfigs/, and booted under QEMU with a dracut initramfs that loads an
-out-of-tree module signed, unsigned and forced. Three variants per kernel:
-  upstream    the tree as the distribution ships it (has the fix)
-  reverted    the pre-3.15 bug reconstructed by hand (the test must catch it)
-  backported  reverted + the taintport layer (the fix must be back)
+out-of-tree module signed, unsigned and forced, and a livepatch. Variants:
+  upstream    the tree as the distribution ships it, built by us
+  shipped     the distribution's own binary of that tree (no build of ours)
+  reverted    every fix the tree ships removed by hand (the test must catch it)
+  backported  reverted + the taintport layer (the fixes must be back)
+  patched     as shipped + the layer (what goes into debian/patches)
 
 Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
 what test-matrix/expectations.toml says), 2 the run itself broke.
@@ -49,7 +52,7 @@ def add_common(p):
 
 def one_cell(p):
     p.add_argument("--version", required=True, help="a name from versions/")
-    p.add_argument("--variant", required=True, choices=series.VARIANTS)
+    p.add_argument("--variant", required=True, choices=series.MATRIX)
 
 
 def parser():
@@ -60,7 +63,7 @@ def parser():
     p = sub.add_parser("matrix", help="build, boot and judge versions x variants")
     add_common(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
-    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.VARIANTS)}")
+    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.MATRIX)}")
     p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
                    help="seconds a guest may run before it is killed (default %(default)s)")
@@ -171,7 +174,7 @@ def parser():
 
 def cmd_matrix(args, cache):
     chosen = versions.select(names(args.versions))
-    variants = names(args.variants) or list(series.VARIANTS)
+    variants = names(args.variants) or list(series.MATRIX)
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
     if args.resume and not args.resume.is_dir():
@@ -218,8 +221,10 @@ def cmd_versions(args, cache):
             log = cache.root / "logs" / f"repin-{version.name}.log"
             with cache.locked(version.name):
                 old, new = fetch.repin(cache, version, log)
+                # the binary kernel follows the source it was moved to
+                shipped = binary.repin(cache, versions.load(version.path), log)
             print(f"{version.name}: {old} -> {new}" if old != new
-                  else f"{version.name}: {old} is still the newest")
+                  else f"{version.name}: {old} is still the newest", f"({shipped})")
         return 0
     for v in versions.select([]):
         print(f"{v.name:18} {v.suite:13} {v.package} {v.version}  sha256 {v.sha256[:16]}...")
@@ -332,6 +337,14 @@ def apply_variant(args, cache):
 
 
 def cmd_build(args, cache):
+    if args.variant == series.BINARY:
+        # the distribution built the kernel: only the test modules and the agent
+        version = versions.select([args.version])[0]
+        log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
+        art = binary.prepare(version, binary.unpack(cache, version, log),
+                             cache.artifacts(version, args.variant), log, args.jobs)
+        print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
+        return 0
     version, tree, quilt_series = cell_setup(args, cache)
     if series.current_variant(tree) != args.variant:
         series.switch(tree, quilt_series, args.variant,
@@ -346,12 +359,18 @@ def cmd_build(args, cache):
 
 def cmd_boot(args, cache):
     """One cell through the matrix's own chain (stages.Chain), from the
-    artifacts `taintport build` left: the same checks, files and verdict."""
+    artifacts `taintport build` left (for the distribution's binary, made
+    here: they take seconds): the same checks, files and verdict."""
     fault = fault_in(args.append)
     if fault is not None and fault not in FAULTS:
         raise InputError(f"--append: taintport.fault={fault!r} is not a fault the agent "
                          f"knows (one of {', '.join(FAULTS)})")
-    version, tree, quilt_series = cell_setup(args, cache)
+    shipped = args.variant == series.BINARY
+    if shipped:
+        version = versions.select([args.version])[0]
+        quilt_series = series.load(version.name, args.quilt_dir)
+    else:
+        version, tree, quilt_series = cell_setup(args, cache)
     out = args.out or matrix.default_out()
     with results.writing(out):
         print(f"results: {out}", flush=True)
@@ -363,7 +382,8 @@ def cmd_boot(args, cache):
         cell = chain.new_cell(version, args.variant,
                               store.inputs(version, quilt_series, args.variant))
         try:
-            chain.boot(cell, chain.built_before(version, tree, quilt_series, cell))
+            chain.boot(cell, chain.binary(version, cell) if shipped else
+                       chain.built_before(version, tree, quilt_series, cell))
         except TaintportError as err:
             cell.errors.append(str(err))
         folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

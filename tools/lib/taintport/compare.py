@@ -51,7 +51,7 @@ def statuses(doc: Matrix) -> dict[tuple[str, str], Status]:
 
 def order(key: tuple[str, str]) -> tuple[str, int, str]:
     version, variant = key
-    rank = series.VARIANTS.index(variant) if variant in series.VARIANTS else len(series.VARIANTS)
+    rank = series.MATRIX.index(variant) if variant in series.MATRIX else len(series.MATRIX)
     return version, rank, variant
 
 

@@ -142,11 +142,14 @@ class PrivateApt:
             stage="fetch", cwd=dest, log=log, env={"LC_ALL": "C"})
 
 
-def fetch_deb(cache, version, log):
-    """The verified .deb in <cache>/debs, downloading it only when absent."""
+def fetch_deb(cache, version, log, deb_name=None):
+    """The verified .deb in <cache>/debs, downloading it only when absent.
+
+    version: the descriptor, or a copy of it whose package, version, sha256
+    and size are one of its binary pins (binary.py), named deb_name."""
     debs = cache.debs()
     debs.mkdir(parents=True, exist_ok=True)
-    target = debs / version.deb_name
+    target = debs / (deb_name or version.deb_name)
     if target.exists():
         if sha256_of(target) == version.sha256:
             return target, True

@@ -162,7 +162,7 @@ def grid(cells: Sequence[Cell]) -> str:
     versions: dict[str, dict[str, Cell]] = {}
     for cell in cells:
         versions.setdefault(cell.version, {})[cell.variant] = cell
-    variants = [v for v in series.VARIANTS if any(v in row for row in versions.values())]
+    variants = [v for v in series.MATRIX if any(v in row for row in versions.values())]
     variants += sorted({c.variant for c in cells} - set(variants))
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = []
@@ -192,10 +192,15 @@ def grid(cells: Sequence[Cell]) -> str:
 
 def known_bugs(cells: Sequence[Cell]) -> str:
     lines = report.known_bugs(cells)
-    if not lines:
-        return ""
-    items = "".join(f"<li>{esc(line)}</li>" for line in lines)
-    return f'<h2>Known bugs of the kernels as shipped</h2><ul class="known">{items}</ul>'
+    shipped = report.binaries(cells)
+    out = ""
+    if lines:
+        items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+        out += f'<h2>Known bugs of the kernels as shipped</h2><ul class="known">{items}</ul>'
+    if shipped:
+        items = "".join(f"<li>{esc(line)}</li>" for line in shipped)
+        out += f"<h2>The distribution's binaries against our builds</h2><ul>{items}</ul>"
+    return out
 
 
 def fix_grid(cells: Sequence[Cell]) -> str:
@@ -296,6 +301,7 @@ def headline(cell: Cell) -> str:
 def facts_table(cell: Cell) -> str:
     rows: list[tuple[str, object]] = [
         ("kernel release", cell.kernel_release),
+        ("kernel version (the guest's uname -v)", cell.kernel_version),
         ("accelerator", cell.accelerator),
         ("QEMU exit code", cell.qemu_exit_code),
         ("reused", "yes: inputs unchanged since a stored run" if cell.reused else None),

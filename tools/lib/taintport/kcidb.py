@@ -10,7 +10,8 @@ import enum
 import hashlib
 from typing import Any, Sequence
 
-from .cells import Cell, Inputs, Matrix, Run, word
+from .cells import Cell, Matrix, Run, word
+from .series import BINARY
 from .verdict import Check
 from .verdict import Status as Verdict
 
@@ -104,7 +105,9 @@ def built(cell: Cell) -> bool:
 def checkout(version: str, cells: list[Cell], run: Run | Matrix) -> KcidbObject:
     empty: dict[str, str] = {}
     series = max((c.inputs.series for c in cells if c.inputs), key=len, default=empty)
-    inputs = next((c.inputs for c in cells if c.inputs), None)
+    # the source package is the checkout; a distribution binary's inputs name its image
+    inputs = next((c.inputs for c in cells if c.inputs and c.variant != BINARY),
+                  next((c.inputs for c in cells if c.inputs), None))
     return compact({
         "id": f"{ORIGIN}:{version}", "origin": ORIGIN, "tree_name": version,
         "comment": f"{inputs.package} {inputs.package_version}" if inputs else None,
@@ -119,7 +122,11 @@ def checkout(version: str, cells: list[Cell], run: Run | Matrix) -> KcidbObject:
     })
 
 
-def config_name(inputs: Inputs | None) -> str:
+def config_name(cell: Cell) -> str:
+    inputs = cell.inputs
+    if cell.variant == BINARY:
+        # the distribution's build, with the distribution's configuration
+        return f"distribution:{inputs.package}" if inputs else "distribution"
     fragments = [f.removesuffix(".config") for f in (inputs.fragments if inputs else {})]
     return "+".join(["tinyconfig"] + fragments)
 
@@ -132,14 +139,16 @@ def build(cell: Cell, run: Run | Matrix) -> KcidbObject:
         "comment": f"{version} {variant}",
         "architecture": "x86_64",
         "compiler": run.tools.get("gcc"),
-        "config_name": config_name(inputs),
+        "config_name": config_name(cell),
         "input_files": resources(version, inputs.series if inputs else {}),
         "log_url": cell.logs.build,
         "duration": cell.timings.build,
         # a build that never started (fetch or apply broke) is unknown, not invalid
         "valid": cell.kernel_release is not None if built(cell) else None,
         "misc": compact({"variant": variant, "kernel_release": cell.kernel_release,
+                         "kernel_version": cell.kernel_version,
                          "bzimage_sha256": inputs.bzimage_sha256 if inputs else None,
+                         "binaries": inputs.binaries or None if inputs else None,
                          "fragments": inputs.fragments if inputs else None,
                          "timings": cell.timings.as_json(),
                          "reused": cell.reused or None}),

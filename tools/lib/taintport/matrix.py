@@ -56,9 +56,9 @@ class Runner:
         if self.resume:
             self.folder.read_earlier()
         for variant in variants:
-            series.check_variant(variant)
+            series.check_matrix_variant(variant)
             self.chain.expectations.variant(variant)
-        ordered = self.variants = [v for v in series.VARIANTS if v in variants]
+        ordered = self.variants = [v for v in series.MATRIX if v in variants]
         self.folder.order = [(v.name, var) for v in chosen for var in ordered]
         self.progress.total = len(self.folder.order)
         chosen = self.schedule.order(chosen)  # the report keeps the order asked for
@@ -89,16 +89,28 @@ class Runner:
         return self.folder.ordered_cells()
 
     def publish(self, cell: Cell) -> None:
+        expect = self.chain.expectations
+        other = expect.variant(cell.variant).agrees_with
+        if other:
+            self.chain.agree(cell, self.folder.published(cell.version, other))
         cell = provoke.apply(self.provoked, cell)  # the caller stores its own, unprovoked
         self.folder.accelerator = self.chain.accel
         self.folder.publish(cell)
         detail = cell.errors[0].splitlines()[0] if cell.errors else \
             ("reused" if cell.reused else "")
         self.progress.done(f"{cell.version} {cell.variant}", cell.status.value, detail)
+        # a cell published before its peer (taken from the store) is judged again
+        for variant in self.variants:
+            mine = self.folder.published(cell.version, variant)
+            if mine is not None and expect.variant(variant).agrees_with == cell.variant:
+                self.chain.agree(mine, cell)
+                self.folder.publish(mine)
 
     def needs_work(self, version: Version, variants: list[str]) -> bool:
+        """Whether a cell of the version still needs its source tree (the
+        distribution's binary alone does not)."""
         try:
-            return bool(self.plan(version, variants)[2])
+            return any(t.variant != series.BINARY for t in self.plan(version, variants)[2])
         except (TaintportError, OSError, ValueError):
             return True  # let the worker find and report it
 
@@ -129,19 +141,22 @@ class Runner:
             self.publish(finished.resumed or self.take_stored(finished, version))
         if not todo:
             return
-        self.progress.stage(f"{version.name} {todo[0].variant}", "fetch")
+        tree: Path | None = None
         start = time.monotonic()
-        try:
-            fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
-                                  "fetch.log")
-            self.schedule.mark_fetched(version)
-            versions.check_ships(version, fetched.tree)
-        except TaintportError as err:
-            if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
-                self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
-            return
-        self.walk_variants(version, fetched.tree, quilt_series, todo,
-                           time.monotonic() - start)
+        # the distribution's binary alone needs no source tree (1-2 GB extracted)
+        if any(t.variant != series.BINARY for t in todo):
+            self.progress.stage(f"{version.name} {todo[0].variant}", "fetch")
+            try:
+                fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
+                                      "fetch.log")
+                self.schedule.mark_fetched(version)
+                versions.check_ships(version, fetched.tree)
+            except TaintportError as err:
+                if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
+                    self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
+                return
+            tree = fetched.tree
+        self.walk_variants(version, tree, quilt_series, todo, time.monotonic() - start)
 
     def take_stored(self, finished: store.Done, version: Version) -> Cell:
         assert finished.stored is not None  # a Done is resumed or stored
@@ -154,7 +169,7 @@ class Runner:
             cell.errors = [str(err)]
             self.publish(cell)
 
-    def walk_variants(self, version: Version, tree: Path, quilt_series: series.Series,
+    def walk_variants(self, version: Version, tree: Path | None, quilt_series: series.Series,
                       todo: list[store.Todo], fetch_seconds: float) -> None:
         """Build each variant in series order; boot each beside the next one's build.
 
@@ -171,13 +186,18 @@ class Runner:
                     break
                 cell = self.chain.new_cell(version, item.variant, item.inputs, item.key)
                 cell.timings.record("fetch", fetch_seconds)
-                if self.reuse_identical(version, tree, quilt_series, cell, booting):
+                if tree is not None and \
+                        self.reuse_identical(version, tree, quilt_series, cell, booting):
                     self.finish(item, cell)
                     continue
                 built: Built | None = None
                 try:
-                    built = self.chain.build(version, tree, quilt_series, cell)
-                    self.schedule.record_cost(version, cell.timings.build)
+                    if item.variant == series.BINARY:
+                        built = self.chain.binary(version, cell)
+                    else:
+                        assert tree is not None  # fetched for every variant with a series
+                        built = self.chain.build(version, tree, quilt_series, cell)
+                        self.schedule.record_cost(version, cell.timings.build)
                 except TaintportError as err:
                     if STOPPING.is_set():
                         break  # an interrupted cell is not a result: --resume runs it

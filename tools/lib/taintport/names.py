@@ -39,9 +39,9 @@ def version_name(value, where="version name"):
 
 
 def variant(value, where="variant"):
-    if not isinstance(value, str) or value not in series.VARIANTS:
+    if not isinstance(value, str) or value not in series.MATRIX:
         raise InputError(f"{where}: unknown variant {value!r}; "
-                         f"valid: {', '.join(series.VARIANTS)}")
+                         f"valid: {', '.join(series.MATRIX)}")
     return value
 
 

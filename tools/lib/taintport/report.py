@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence, TextIO
 
-from . import fixes, kcidb
+from . import fixes, kcidb, series
 from .cache import write_atomic
 from .cells import Cell, Matrix, exit_code
 from .results import printable
@@ -49,7 +49,46 @@ def known_bugs(cells: Sequence[Cell]) -> list[str]:
             what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
                     f"this tree; taintport carries it: the patched variant)"
                     if fix else f"fix {name} missing")
-            lines.append(f"{cell.version} {cell.variant} (as shipped): {what}")
+            lines.append(f"{cell.version} {cell.variant} ({as_shipped(cell)}): {what}")
+    return lines
+
+
+def as_shipped(cell: Cell) -> str:
+    """Which build of the tree as shipped a cell booted."""
+    if cell.variant == series.BINARY and cell.inputs:
+        return (f"the distribution's binary, {cell.inputs.package} "
+                f"{cell.inputs.package_version}")
+    return "as shipped"
+
+
+def binaries(cells: Sequence[Cell]) -> list[str]:
+    """One line per distribution binary booted: which package (and checksum),
+    whose build the guest said it was, and whether it agrees with our build
+    of its source, test by test."""
+    lines = []
+    for cell in cells:
+        if cell.variant != series.BINARY:
+            continue
+        inputs = cell.inputs
+        what = (f"{cell.version}: {inputs.package} {inputs.package_version} "
+                f"(.deb sha256 {inputs.deb_sha256[:16]}, vmlinuz sha256 "
+                f"{(inputs.bzimage_sha256 or '-')[:16]})" if inputs else cell.version)
+        if cell.kernel_version:
+            what += f", uname -v \"{cell.kernel_version}\""
+        agree = next((c for c in cell.checks if c.name.startswith(f"{cell.variant}_agrees_with_")),
+                     None)
+        if cell.status is Status.ERROR:
+            lines.append(f"{what}: the run broke ({'; '.join(cell.errors)[:120]})")
+        elif agree is None:
+            lines.append(f"{what}: {cell.status.value}; not compared (no sound "
+                         "cell of our build in this run)")
+        elif agree.matches:
+            lines.append(f"{what}: agrees with our build of its source "
+                         f"({agree.diagnostics[0].removeprefix('host: ')})")
+        else:
+            differ = [d.removeprefix("host: ").split(":", 1)[0] for d in agree.diagnostics]
+            lines.append(f"{what}: DISAGREES with our build of its source on "
+                         f"{len(differ)} test(s): {', '.join(differ)}")
     return lines
 
 
@@ -72,12 +111,15 @@ def summary_text(cell: Cell) -> str:
     if wrong:
         return f"{len(wrong)} check(s) differ: " + ", ".join(wrong[:4]) + \
             (" ..." if len(wrong) > 4 else "")
+    skipped = sum(1 for c in cell.checks if c.declared_skip)
+    count = f"{len(cell.checks)} checks" + (f" ({skipped} skipped by design)"
+                                            if skipped else "")
     if cell.status is Status.KNOWN_BUG:
-        return (f"{len(cell.checks)} checks; known bug as shipped: "
+        return (f"{count}; known bug as shipped: "
                 + ", ".join(cell.missing_fixes()) + " fix missing")
     failing_ok = sum(1 for c in cell.checks if not c.expected)
     return (f"{len(cell.checks)} checks; {failing_ok} fail as expected (bug reproduced)"
-            if failing_ok and cell.variant == "reverted" else f"{len(cell.checks)} checks")
+            if failing_ok and cell.variant == "reverted" else count)
 
 
 def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:

@@ -94,7 +94,9 @@ class Reader:
                      diagnostics=tuple(self.strings(
                          self.field(item, "diagnostics", list, where, "a list"),
                          f"{where}.diagnostics")),
-                     directive=self.directive(item, where))
+                     directive=self.directive(item, where),
+                     declared_skip=bool(self.field(item, "declared_skip", bool, where,
+                                                   "true or false", optional=True)))
         if self.field(item, "matches", bool, where, "true or false") != made.matches:
             self.fail(f"{where}.matches", f"{str(made.matches).lower()} (observed "
                       f"{item['observed']}, expected {item['expected']})", item["matches"])
@@ -141,9 +143,21 @@ class Reader:
                                                 f"{where}.fragments"),
                       expectations_sha256=text("expectations_sha256"),
                       test_matrix_sha256=text("test_matrix_sha256"),
+                      binaries=self.binaries(value.get("binaries", {}), f"{where}.binaries"),
+                      shipped_sha256=text("shipped_sha256"),
                       sources_sha256=sha256("sources_sha256"),
                       bzimage_sha256=sha256("bzimage_sha256"),
                       other={k: v for k, v in value.items() if k not in known})
+
+    def binaries(self, value: JSON, where: str) -> dict[str, str]:
+        """"package=version": sha256 of each .deb of a distribution's binary."""
+        pins = self.string_map(value, where)
+        for pin, digest in pins.items():
+            package, _, version = pin.partition("=")
+            names.package(package, f"{self.path}: {where}: {pin!r}")
+            names.deb_version(version, f"{self.path}: {where}: {pin!r}")
+            names.check(names.SHA256, digest, f"{self.path}: {where}.{pin}", "a sha256")
+        return pins
 
     def timings(self, value: JSON, where: str) -> Timings:
         timings = Timings()
@@ -190,6 +204,8 @@ class Reader:
                                    "a string or null"),
             kernel_release=self.field(cell, "kernel_release", (str, type(None)), where,
                                       "a string or null"),
+            kernel_version=self.field(cell, "kernel_version", str, where, "a string",
+                                      optional=True),
             inputs=self.inputs(self.field(cell, "inputs", dict, where, "an object"),
                                f"{where}.inputs"),
             qemu_exit_code=self.field(cell, "qemu_exit_code", (int, type(None)), where,

@@ -30,7 +30,8 @@ class Schedule:
         self.cache = cache
         self.out = Path(out)
         self.parallel = parallel
-        self.needs_work = needs_work  # False: every cell of the version is done already
+        # False: no cell of the version left to run needs its source tree
+        self.needs_work = needs_work
         self.lock = threading.Lock()
         self.lanes_started: set[str] = set()  # version names a worker has taken
         self.fetched: dict[str, threading.Event] = {}  # its worker is past fetching

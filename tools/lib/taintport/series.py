@@ -15,7 +15,10 @@ quilt/<version>/series lists patches in groups, one folder per group:
 `upstream` applies nothing, `reverted` the reverted group, `backported`
 reverted and backported, `patched` the patched group alone. The matrix
 builds those four (VARIANTS); `reverted-full` is a state of the tree that
-only regen puts a scratch copy in.
+only regen puts a scratch copy in. The matrix's fifth variant, `shipped`
+(BINARY), has no series: it boots the distribution's own build of the tree
+as shipped (binary.py); MATRIX names all five in the order reports show
+them, the distribution's binary next to our build of its source.
 
 Switching variant pops everything (restoring quilt's backups) and pushes the
 new prefix. A push that fails is popped again, so the tree is never left
@@ -38,6 +41,8 @@ from .process import appending, require, run
 
 QUILT_DIR = REPO / "quilt"
 VARIANTS = ("upstream", "reverted", "backported", "patched")
+BINARY = "shipped"
+MATRIX = ("upstream", BINARY, "reverted", "backported", "patched")
 FULL = "reverted-full"
 GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported"),
           "patched": ("patched",), FULL: (FULL,)}
@@ -66,6 +71,12 @@ class Series:
 def check_variant(variant):
     if variant not in VARIANTS:
         raise InputError(f"unknown variant '{variant}'; valid: {', '.join(VARIANTS)}")
+
+
+def check_matrix_variant(variant):
+    """A variant the matrix runs: one of the series' or the distribution's binary."""
+    if variant not in MATRIX:
+        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(MATRIX)}")
 
 
 def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):

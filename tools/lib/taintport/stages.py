@@ -6,6 +6,7 @@ cell is judged the same way whichever verb made it: the same dracut image
 name, the same files in the cell's folder (console.log, ktap.txt, build.log,
 cell.json), the same checks.
 """
+import re
 import secrets
 import threading
 import time
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from . import boot, build, initramfs, ktap, series, verdict
+from . import binary, boot, build, initramfs, ktap, series, verdict
 from .boot import Accel
 from .build import Artifacts
 from .cache import Cache
@@ -22,15 +23,20 @@ from .cells import Cell, Inputs, fault_in
 from .errors import InputError
 from .fetch import sha256_of
 from .progress import Progress
-from .versions import Version
+from .versions import Binary, Version
 
 T = TypeVar("T")
+# what our builds boot with (kconfigs/ gives them a serial console and little else)
+APPEND = "console=ttyS0 panic=-1"
+# the guest's own `uname -v`, as the agent prints it
+UNAME_V = re.compile(r"# taintport-agent: uname -v: (.+)")
 
 
 @dataclass(frozen=True)
 class Built:
     artifacts: Artifacts
     identical: verdict.Check | None  # the host-side check of a layer's tree
+    shipped: Binary | None = None    # the distribution's binary: its boot options
 
 
 class Chain:
@@ -125,6 +131,19 @@ class Chain:
             cell.inputs.bzimage_sha256 = sha256_of(artifacts.bzimage)
         return Built(artifacts, identical)
 
+    def binary(self, version: Version, cell: Cell) -> Built:
+        """The distribution's binary of the tree: nothing to switch or build
+        but the test modules, against its headers."""
+        cdir = self.cell_dir(cell)
+        cdir.mkdir(parents=True, exist_ok=True)
+        log = cdir / "build.log"
+        log.unlink(missing_ok=True)
+        top = self.timed(cell, "fetch", binary.unpack, self.cache, version, log)
+        artifacts = self.timed(cell, "build", binary.prepare, version, top,
+                               self.cache.artifacts(version, cell.variant), log, self.jobs)
+        built = self.built(cell, artifacts, None)
+        return Built(built.artifacts, None, version.shipped)
+
     # -- the artifacts half -----------------------------------------------
     def probe_once(self, cell: Cell, bzimage: Path, workdir: Path) -> Accel:
         with self.accel_lock:
@@ -159,25 +178,54 @@ class Chain:
                                cdir / "build.log")
             accel = accel_future.result()
         cell.accelerator = accel.name
-        append = " ".join(filter(None, ("console=ttyS0 panic=-1", f"taintport.token={token}",
-                                        self.append)))
+        shipped = built.shipped
+        append = " ".join(filter(None, (
+            shipped.append if shipped else APPEND, f"taintport.token={token}",
+            f"taintport.signed={shipped.module_name}" if shipped else "", self.append)))
+        timeout = shipped.timeout if shipped else self.timeout
         booted = self.timed(cell, "boot", boot.boot, artifacts.bzimage, image,
-                            cdir / "console.log", append, accel.name, self.timeout)
+                            cdir / "console.log", append, accel.name, timeout,
+                            shipped.memory if shipped else boot.MEMORY)
         cell.qemu_exit_code = booted.exit_code
         text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
         parsed = ktap.parse(text)
         (cdir / "ktap.txt").write_text("\n".join(parsed.lines) + "\n")
         if booted.timed_out:
-            parsed.errors.insert(0, f"guest killed at the {self.timeout}s timeout")
+            parsed.errors.insert(0, f"guest killed at the {timeout}s timeout")
+        uname = UNAME_V.search(text)
+        cell.kernel_version = uname.group(1).strip() if uname else None
         # cell.fixes: the states new_cell read from the expectations
         judgement = verdict.judge(parsed, self.expectations.expected(cell.fixes),
-                                  self.expectations.known_bug(cell.variant, cell.fixes))
+                                  self.expectations.known_bug(cell.variant, cell.fixes),
+                                  self.expectations.skips(cell.variant))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell.status = judgement.status
         cell.errors += judgement.errors
         cell.checks = list(judgement.checks)
         cell.panic = list(parsed.panic)
+
+    # -- a variant judged against another of the same run ----------------------
+    def agree(self, cell: Cell, peer: Cell | None) -> None:
+        """(Re)make the check that cell observed every test as peer did
+        (expectations.toml agrees_with), whenever either is published: a
+        stored cell is compared with this run's, never with the one it was
+        stored beside. Without a sound peer there is nothing to compare."""
+        other = self.expectations.variant(cell.variant).agrees_with
+        if not other or cell.status is verdict.Status.ERROR:
+            return
+        name = f"{cell.variant}_agrees_with_{other}"
+        checks = [c for c in cell.checks if c.name != name]
+        status = cell.status
+        if status is verdict.Status.UNEXPECTED and all(c.matches for c in checks):
+            status = verdict.Status.KNOWN_BUG if \
+                self.expectations.known_bug(cell.variant, cell.fixes) else \
+                verdict.Status.AS_EXPECTED  # the old check alone made it unexpected
+        judgement = verdict.Judgement(status, checks, cell.errors)
+        if peer is not None and peer.status is not verdict.Status.ERROR:
+            judgement = verdict.with_check(judgement,
+                                           verdict.agreement(cell.variant, checks, peer))
+        cell.status, cell.checks = judgement.status, judgement.checks
 
     # -- a variant byte-identical to another --------------------------------
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,

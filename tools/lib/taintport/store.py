@@ -6,6 +6,7 @@ everything that decides its result (package checksum, the variant's series,
 fragments, the test matrix, tool versions, the timeout): a rerun with nothing
 changed reuses it instead of building and booting again.
 """
+import dataclasses
 import hashlib
 import json
 import platform
@@ -19,7 +20,7 @@ from . import REPO, boot, kconfig, report, results, series, verdict
 from .cache import Cache
 from .boot import Accel
 from .cells import Cell, Inputs, Matrix
-from .errors import TaintportError
+from .errors import InputError, TaintportError
 from .fetch import sha256_of
 from .versions import Version
 
@@ -50,6 +51,8 @@ def tool_versions() -> dict[str, str]:
 
 
 def inputs(version: Version, quilt_series: series.Series, variant: str) -> Inputs:
+    if variant == series.BINARY:
+        return binary_inputs(version)
     # No digest of semantic-patches/ itself: the generated patches in the
     # series are what the cell builds, so an edit that leaves them alone
     # (a comment) reuses every cell, and make check's regen --check catches
@@ -61,6 +64,23 @@ def inputs(version: Version, quilt_series: series.Series, variant: str) -> Input
                   fragments={f.name: sha256_of(f) for f in kconfig.fragments(version.name)},
                   expectations_sha256=sha256_of(verdict.EXPECTATIONS),
                   test_matrix_sha256=tree_digest(REPO / "test-matrix"))
+
+
+def binary_inputs(version: Version) -> Inputs:
+    """The distribution's binary: its pins and the [shipped] table decide the
+    cell, and the test matrix, as for any cell; no series, no fragments."""
+    shipped = version.shipped
+    if shipped is None:
+        raise InputError(f"{version.path} has no [shipped] table: no binary kernel is "
+                         "pinned for this version")
+    image = shipped.packages[0]
+    table = json.dumps(dataclasses.asdict(shipped), sort_keys=True)
+    return Inputs(package=image.package, package_version=image.version,
+                  deb_sha256=image.sha256, ships=list(version.ships),
+                  expectations_sha256=sha256_of(verdict.EXPECTATIONS),
+                  test_matrix_sha256=tree_digest(REPO / "test-matrix"),
+                  binaries={f"{p.package}={p.version}": p.sha256 for p in shipped.packages},
+                  shipped_sha256=hashlib.sha256(table.encode()).hexdigest())
 
 
 def cell_key(variant: str, cell_inputs: Inputs, tools: dict[str, str], timeout: int) -> str:

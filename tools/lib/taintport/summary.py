@@ -117,6 +117,11 @@ def render(doc: Matrix) -> str:
     out += ["", "## Known bugs of the kernels as shipped", ""]
     out += [f"* {line}" for line in report.known_bugs(cells)] or ["none"]
 
+    shipped = report.binaries(cells)
+    if shipped:
+        out += ["", "## The distribution's binaries against our builds", ""]
+        out += [f"* {line}" for line in shipped]
+
     out += ["", "## Fixes of the family, per cell", ""] + fix_table(cells)
 
     needing = sorted((c for c in cells if not c.sound),

@@ -7,13 +7,16 @@ exactly that set ("known-bug" when, on top of that, the tree as shipped lacks
 a fix of the family), "unexpected" when the run was sound but a test's result
 differs (the kernel is not what we thought: KCIDB's FAIL), and "error" when
 the run broke or the output cannot be trusted (KCIDB's ERROR/MISS), which
-includes a test the agent could not observe (# SKIP).
+includes a test the agent could not observe (# SKIP) unless the variant
+declares that test unobservable by design (expectations.toml skips: the
+distribution's binary cannot load a module signed with our key).
 """
 import enum
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from . import REPO, fixes
 from .errors import InputError
@@ -51,6 +54,8 @@ class Variant:
     layer: bool
     sources_match: str = ""      # host check: C files byte-identical to this variant's
     reuses: str = ""             # byte-identical to this variant: reuse its cell
+    agrees_with: str = ""        # host check: every check observed as that variant's
+    skips: frozenset[str] = frozenset()  # tests the agent cannot observe by design
 
     def fix_state(self, shipped: bool) -> "FixState":
         if self.layer:
@@ -77,6 +82,9 @@ class Expectations:
         v = self.variant(variant)
         return {fix: v.fix_state(fix in ships) for fix in self.xfail}
 
+    def skips(self, variant: str) -> frozenset[str]:
+        return self.variant(variant).skips
+
     def known_bug(self, variant: str, states: dict[str, "FixState"]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
         v = self.variant(variant)
@@ -101,6 +109,12 @@ class Expectations:
         return next((fix for fix, tests in self.xfail.items() if test in tests), "")
 
 
+class HasChecks(Protocol):
+    """A judged cell, as agreement() reads it (cells.Cell, which imports this module)."""
+    variant: str
+    checks: list["Check"]
+
+
 @dataclass(frozen=True)
 class Check:
     name: str              # "<subtest>.<test>", or a host check's name
@@ -108,9 +122,12 @@ class Check:
     observed: bool | None  # None: never reported, or skipped
     diagnostics: tuple = ()
     directive: str = ""    # "SKIP" when the agent could not observe it
+    declared_skip: bool = False  # the variant cannot observe it by design
 
     @property
     def matches(self) -> bool:
+        if self.declared_skip:
+            return self.observed is None and self.directive == "SKIP"
         return self.observed is not None and self.observed == self.expected
 
     @property
@@ -130,6 +147,8 @@ class Check:
                "diagnostics": list(self.diagnostics)}
         if self.directive:
             out["directive"] = self.directive
+        if self.declared_skip:
+            out["declared_skip"] = True
         return out
 
 
@@ -165,15 +184,22 @@ def load(path: Path | str = EXPECTATIONS,
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise InputError(f"{path}: cannot read expectations: {err}") from None
     variants = {}
+    known = {"base", "layer", "sources_match", "reuses", "agrees_with", "skips"}
     for name, spec in data.pop("variants", {}).items():
         if not isinstance(spec, dict) or spec.get("base") not in ("shipped", "reverted") \
                 or not isinstance(spec.get("layer"), bool):
             raise InputError(f"{path}: [variants] {name} must be {{ base = \"shipped\" or "
                              "\"reverted\", layer = true or false }")
+        extra = sorted(set(spec) - known)
+        if extra:
+            raise InputError(f"{path}: [variants] {name} has unknown key(s) {', '.join(extra)}")
         variants[name] = Variant(name, spec["base"], spec["layer"],
-                                 spec.get("sources_match", ""), spec.get("reuses", ""))
+                                 spec.get("sources_match", ""), spec.get("reuses", ""),
+                                 spec.get("agrees_with", ""),
+                                 frozenset(_names(path, f"[variants] {name} skips",
+                                                  spec.get("skips", []))))
     for v in variants.values():
-        for other in (v.sources_match, v.reuses):
+        for other in (v.sources_match, v.reuses, v.agrees_with):
             if other and other not in variants:
                 raise InputError(f"{path}: [variants] {v.name} names unknown variant '{other}'")
     subtests = data.pop("tests", None)
@@ -181,6 +207,11 @@ def load(path: Path | str = EXPECTATIONS,
         raise InputError(f"{path}: [tests] missing: each subtest's list of tests")
     tests = tuple(f"{sub}.{test}" for sub, names in subtests.items()
                   for test in _names(path, f"[tests] {sub}", names))
+    for v in variants.values():
+        strange = sorted(v.skips - set(tests))
+        if strange:
+            raise InputError(f"{path}: [variants] {v.name} skips test(s) that [tests] does "
+                             f"not have: {', '.join(strange)}")
     unknown = sorted(set(data) - set(fix_names))
     if unknown:
         raise InputError(f"{path}: tables for unknown fix(es) {', '.join(unknown)}; "
@@ -206,10 +237,13 @@ def load(path: Path | str = EXPECTATIONS,
     return Expectations(variants, tests, xfail)
 
 
-def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False) -> "Judgement":
+def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
+          skips: frozenset[str] = frozenset()) -> "Judgement":
     """Compare; a broken run, an incomplete set of tests or a test the agent
-    could not observe is an error. known_bug: the tree as shipped lacks a
-    fix, so as-expected is known-bug."""
+    could not observe is an error, unless skips declares it unobservable by
+    design (and then observing it is an error too: the declaration is
+    wrong). known_bug: the tree as shipped lacks a fix, so as-expected is
+    known-bug."""
     checks = []
     errors = list(parsed.errors)
     for name, want in expected.items():
@@ -219,7 +253,12 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False) ->
         checks.append(Check(name=name, expected=want,
                             observed=None if result is None or skipped else result.ok,
                             diagnostics=tuple(result.diagnostics) if result else (),
-                            directive=result.directive if result else ""))
+                            directive=result.directive if result else "",
+                            declared_skip=name in skips))
+    observed = sorted(c.name for c in checks if c.declared_skip and c.observed is not None)
+    if observed:
+        errors.append("tests declared unobservable (expectations.toml skips) were observed: "
+                      + ", ".join(observed))
     if not parsed.broken:
         missing = [c.name for c in checks if c.observed is None and not c.directive]
         if missing:
@@ -234,13 +273,35 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False) ->
     # not load has no taint to look at)
     if any(c.observed is not None and not c.matches for c in checks):
         return Judgement(Status.UNEXPECTED, checks, [])
-    unobserved = [c for c in checks if c.directive == "SKIP"]
+    unobserved = [c for c in checks if c.directive == "SKIP" and not c.declared_skip]
     if unobserved:
         reasons = {c.name: parsed.results[c.name].reason for c in unobserved}
         return Judgement(Status.ERROR, checks, [
             "tests the agent could not observe: " +
             ", ".join(f"{n} ({why})" if why else n for n, why in reasons.items())])
     return Judgement(Status.KNOWN_BUG if known_bug else Status.AS_EXPECTED, checks, [])
+
+
+def agreement(variant: str, checks: Sequence[Check], peer: "HasChecks") -> Check:
+    """<variant>_agrees_with_<peer>: every guest test both cells observed came
+    out the same (the distribution's binary against our build of its
+    source); the diagnostics name each test that did not."""
+    theirs = {c.name: c for c in peer.checks}
+    word = {True: "ok", False: "not ok"}
+    differ, compared = [], 0
+    for mine in checks:
+        other = theirs.get(mine.name)
+        if not mine.subtest or mine.observed is None or other is None or \
+                other.observed is None:
+            continue
+        compared += 1
+        if mine.observed != other.observed:
+            differ.append(f"host: {mine.name}: {variant} {word[mine.observed]}, "
+                          f"{peer.variant} {word[other.observed]}")
+    return Check(name=f"{variant}_agrees_with_{peer.variant}", expected=True,
+                 observed=not differ,
+                 diagnostics=tuple(differ) or (
+                     f"host: the {compared} tests both observed came out the same",))
 
 
 def with_check(judgement: Judgement, check: Check) -> Judgement:
