@@ -161,7 +161,8 @@ def test_sigterm_keeps_finished_cells_and_resume_completes(tmp_path):
     resumed = taintport("matrix", "--rerun", "--versions", VERSION, "--resume", str(out))
     assert resumed.returncode == 0
     cells = json.loads((out / "matrix.json").read_text())["cells"]
-    assert [c["variant"] for c in cells] == ["upstream", "reverted", "backported", "patched"]
+    assert [c["variant"] for c in cells] == ["upstream", "shipped", "reverted", "backported",
+                                            "patched"]
     assert cells[0].get("resumed")
 
 
