@@ -118,6 +118,19 @@ def test_kcidb_patchset_is_the_versions_series(bookworm):
     assert checkout["comment"] == "linux-source-6.1 6.1.176-1"
 
 
+def test_kcidb_checkout_is_valid_when_every_tree_was_patched(bookworm):
+    """A cell that took another's build and boot (patched, C sources byte-identical)
+    built nothing itself, but its tree was fetched and patched: the checkout is valid."""
+    backported = cell(bookworm, "backported")
+    reusing = dataclasses.replace(backported, variant="patched", reused_from="backported",
+                                  timings=Timings(fetch=0.1, apply=0.01))
+    doc = Matrix(cells=[*bookworm.cells, reusing], tools=bookworm.tools)
+    assert kcidb.report(doc)["checkouts"][0]["valid"] is True
+    unpatched = dataclasses.replace(reusing, timings=Timings(fetch=0.1))
+    doc = Matrix(cells=[*bookworm.cells, unpatched], tools=bookworm.tools)
+    assert kcidb.report(doc)["checkouts"][0]["valid"] is False
+
+
 def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
     tests = {t["id"]: t for t in kcidb.report(trixie)["tests"]}
     unexpected = "taintport:trixie-6.12:backported"

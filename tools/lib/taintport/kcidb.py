@@ -114,7 +114,9 @@ def checkout(version: str, cells: list[Cell], run: Run | Matrix) -> KcidbObject:
         "patchset_files": resources(version, series) if inputs else None,
         "patchset_hash": patchset_hash(list(series.values())) if inputs else None,
         "start_time": run.started,
-        "valid": all(built(c) for c in cells),
+        # the checkout is the source tree fetched and patched: a cell that took
+        # another's build (patched) still had its tree; the binary needs none
+        "valid": all(c.timings.apply is not None for c in cells if c.variant != BINARY),
         "misc": compact({"package": inputs.package if inputs else None,
                          "package_version": inputs.package_version if inputs else None,
                          "deb_sha256": inputs.deb_sha256 or None if inputs else None,
