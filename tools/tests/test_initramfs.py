@@ -56,3 +56,27 @@ def test_module_files_are_every_module_of_the_build_folder(tmp_path):
     (tmp_path / "module-build" / "utt.ko").write_bytes(b"")  # make's own copy
     assert [m.name for m in build.module_files(tmp_path)] == [
         "tlp-signed.ko", "tlp.ko", "utt-signed.ko", "utt.ko"]
+
+
+def test_a_make_interrupted_here_leaves_no_half_written_cmd_file(tmp_path):
+    """SIGTERM during make can cut fixdep's .o.cmd short ("unterminated variable
+    reference" on the next make): the .cmd files written since the mark go."""
+    import os
+    import time
+
+    import pytest
+    log = tmp_path / "build.log"
+    (tmp_path / "kernel").mkdir()
+    old = tmp_path / "kernel" / ".panic.o.cmd"
+    old.write_text("savedcmd_kernel/panic.o := gcc ...\n")
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    with pytest.raises(KeyboardInterrupt):
+        with build.building(tmp_path, log):
+            (tmp_path / "kernel" / ".tracepoint.o.cmd").write_text("savedcmd_kernel/trace")
+            raise KeyboardInterrupt  # make killed mid-way
+    assert (tmp_path / ".taintport-building").exists()
+    with build.building(tmp_path, log):
+        assert not (tmp_path / "kernel" / ".tracepoint.o.cmd").exists()
+        assert old.exists(), "a .cmd from an earlier, finished make stays"
+    assert not (tmp_path / ".taintport-building").exists()
+    assert "1 .cmd files it wrote dropped" in log.read_text()

@@ -7,6 +7,7 @@ build dir, and each is also signed with the key that build generated (which
 never leaves the build dir).
 """
 import os
+from contextlib import contextmanager
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,9 +74,31 @@ def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
     args, env = make_args(build_dir, jobs, cache_root)
     kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
                       [a for a in args if not a.startswith("CC=")])
-    run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log,
-        nice=NICE_LEVEL)
+    with building(Path(build_dir), log):
+        run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log,
+            nice=NICE_LEVEL)
     return kernel_release(tree, build_dir, args, env)
+
+
+@contextmanager
+def building(build_dir: Path, log):
+    """Mark a make in progress. A make killed mid-way (Ctrl-C, SIGTERM, a
+    timeout) can leave a half-written .<target>.cmd (fixdep writes it in
+    place): the next make then stops with "unterminated variable reference".
+    So a mark still there names an interrupted build, and every .cmd written
+    since it goes: Kbuild rebuilds a target whose .cmd is missing."""
+    mark = build_dir / ".taintport-building"
+    if mark.exists():
+        since = mark.stat().st_mtime
+        dropped = [p for p in build_dir.rglob(".*.cmd") if p.stat().st_mtime >= since]
+        for path in dropped:
+            path.unlink()
+        with open(log, "a") as out:
+            out.write(f"taintport: the last make here was interrupted: {len(dropped)} .cmd "
+                      "files it wrote dropped, their targets are rebuilt\n")
+    mark.write_text(f"{os.getpid()}\n")
+    yield
+    mark.unlink()  # only when make finished: a failed or killed one keeps it
 
 
 def sig_hash(build_dir):
