@@ -9,6 +9,18 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "lib"))
 
 
+def fake_command(tmp_path, monkeypatch, name, script):
+    """A shell script named name, first on PATH for this test: a tool
+    (spatch, qemu-system-x86_64) that fails, hangs or behaves on purpose."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / name
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return fake
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: builds and boots real kernels (minutes)")
 

@@ -1,5 +1,4 @@
 """Bad names on the command line: an error that lists the valid ones, exit 2."""
-import os
 import re
 import subprocess
 import sys
@@ -7,6 +6,7 @@ from pathlib import Path
 
 from taintport import boot
 
+from conftest import fake_command
 from test_layer import _tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,12 +54,7 @@ def fake_kvm(tmp_path, monkeypatch, qemu_script):
     device = tmp_path / "kvm"
     device.write_bytes(b"")
     monkeypatch.setattr(boot, "KVM_DEVICE", str(device))
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    qemu = bin_dir / boot.QEMU
-    qemu.write_text("#!/bin/sh\n" + qemu_script)
-    qemu.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    fake_command(tmp_path, monkeypatch, boot.QEMU, qemu_script)
     return tmp_path / "bzImage"
 
 

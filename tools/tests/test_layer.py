@@ -8,13 +8,13 @@ one historical form. Its expected outcomes sit next to it:
 Every .res is also run as an input: the fix already there, nothing changes.
 """
 import hashlib
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import fake_command
 
 from taintport import REPO, fixes, layer
 
@@ -248,12 +248,7 @@ def test_inspect_reports_shape_file_line_and_state(tmp_path):
 # ------------------------------------------------------------- spatch failures
 
 def _fake_spatch(tmp_path, monkeypatch, script):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "spatch"
-    fake.write_text("#!/bin/sh\n" + script)
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    fake_command(tmp_path, monkeypatch, "spatch", script)
 
 
 def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
