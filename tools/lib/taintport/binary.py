@@ -151,15 +151,8 @@ def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: in
 
     CC=gcc: the headers name the compiler the distribution used (gcc-16 on
     sid), which this host may not have; shipped.make says what that costs."""
-    src = out / "module-build"
-    if src.exists():
-        shutil.rmtree(src)
-    shutil.copytree(build.MODULE_SRC, src)
-    run(["make", "-C", headers, f"M={src}", f"-j{jobs}", "CC=gcc", *shipped.make,
-         "modules"], stage="module", env=build.REPRODUCIBLE, log=log, nice=build.NICE_LEVEL)
-    built = sorted(src.glob("*.ko"))
-    if not built:
-        raise RunError("module", f"make built no module in {src}")
+    built = build.compile_modules(["make", "-C", headers, f"-j{jobs}", "CC=gcc", *shipped.make],
+                                  build.REPRODUCIBLE, out, log)
     for module in built:
         shutil.copy2(module, out / module.name)
 

@@ -110,19 +110,27 @@ def module_files(folder):
     return tuple(sorted(Path(folder).glob("*.ko")))
 
 
-def build_modules(build_dir, out, log, jobs, cache_root):
-    """Every test module built against build_dir, as <m>.ko and as <m>-signed.ko
-    signed with build_dir's key; returns module_files(out)."""
+def compile_modules(make, env, out, log):
+    """The test modules (test-matrix/module) built out of tree in out/module-build
+    by make (the command up to its M=: our build dir, or a distribution's
+    headers); returns the .ko files make left there."""
     src = out / "module-build"
     if src.exists():
         shutil.rmtree(src)
     shutil.copytree(MODULE_SRC, src)
-    args, env = make_args(build_dir, jobs, cache_root)
-    run(["make", "-C", build_dir, *args[1:], f"M={src}", "modules"], stage="module",
-        env=env, log=log, nice=NICE_LEVEL)
+    run([*map(str, make), f"M={src}", "modules"], stage="module", env=env, log=log,
+        nice=NICE_LEVEL)
     built = sorted(src.glob("*.ko"))
     if not built:
         raise RunError("module", f"make built no module in {src}")
+    return built
+
+
+def build_modules(build_dir, out, log, jobs, cache_root):
+    """Every test module built against build_dir, as <m>.ko and as <m>-signed.ko
+    signed with build_dir's key; returns module_files(out)."""
+    args, env = make_args(build_dir, jobs, cache_root)
+    built = compile_modules(["make", "-C", build_dir, *args[1:]], env, out, log)
     key = Path(build_dir) / "certs" / "signing_key.pem"
     cert = Path(build_dir) / "certs" / "signing_key.x509"
     if not key.exists():
