@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taintport import boot
+from taintport import boot, series
 
 from conftest import fake_command
 from test_layer import _tree
@@ -118,6 +118,43 @@ def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     assert "kernel/tracepoint.c: expected the file" in proc.stderr
     assert "file not found" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_bench_table_shows_a_taken_build_and_computes_the_targets():
+    """The table make bench writes at the end of a two-hour run: a variant
+    that took another's build (backported on a tree that ships every fix,
+    patched everywhere) has no rebuild of its own and no boot."""
+    from types import SimpleNamespace
+
+    from taintport import bench
+    from taintport.cells import Cell
+    cells = []
+    for name, backported_built in (("old", True), ("new", False)):
+        for variant in series.VARIANTS:
+            cell = Cell.new(name, variant, {})
+            cell.accelerator = "tcg"
+            taken = variant == "patched" or (variant == "backported" and not backported_built)
+            if taken:
+                cell.reused_from = "upstream" if variant == "backported" else "backported"
+                cell.timings.record("apply", 0.1)
+            else:
+                cell.timings.record("fetch", 1.0)
+                cell.timings.record("build", 500.0 if variant == "upstream" else 30.0)
+                cell.timings.record("initramfs", 10.0 if variant == "upstream" else 0.1)
+                cell.timings.record("boot", 5.5)
+            cells.append(cell)
+    chosen = [SimpleNamespace(name="old"), SimpleNamespace(name="new")]
+    text = bench.table(chosen, cells, 1100.0, {"old": 480.0, "new": 480.0},
+                       {"old": (2.0, 1.0), "new": (2.0, 1.5)}, {"old": 8.0, "new": 9.0},
+                       0.9, 0.9, (1.0, 0), 2)
+    assert "| old | 480 | 500 | 30.0 | 30.0 | 10.0 | 5.5 | 3.0 (2.0 + 1.0) | 8.0 | 1.0 |" \
+        in text
+    assert "| new | 480 | 500 | 30.0 | upstream's | 10.0 | 5.5 | 3.5 (2.0 + 1.5) | 9.0 | 1.0 |" \
+        in text
+    assert "; 3 of them" in text
+    assert "| ratio matrix wall / sum of cold builds | **1.15** | <= 1.15 |" in text
+    assert "| worst boot + test of a cell (tcg) | **5.5 s** | <= 6 s |" in text
+    assert "| worst layer time of a tree | **3.5 s** | <= 5 s |" in text
 
 
 def test_bench_keeps_the_hand_written_part_of_benchmarks_md(tmp_path):

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from taintport import series
+from taintport import series, verdict
 from taintport.errors import InputError
 
 ORIGINAL = "int a;\nint b;\nint c;\nint d;\nint e;\n"
@@ -128,3 +128,77 @@ def test_full_group_is_a_state_no_variant_builds_and_a_switch_leaves_its_files_a
     # back from the full state, its file changed back: that one is touched
     assert "h.h" in series.switch(tree, s, "upstream", log)
     assert (tree / "h.h").read_text() == ORIGINAL
+
+
+def chain_and_cells(tmp_path, ships):
+    from types import SimpleNamespace
+
+    from taintport import fixes
+    from taintport.cache import Cache
+    from taintport.cells import Cell
+    from taintport.progress import Progress
+    from taintport.stages import Chain
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
+                  jobs=1, timeout=10)
+    version = SimpleNamespace(name="v", ships=tuple(fixes.NAMES if ships else ()))
+    upstream = Cell.new("v", "upstream", {})
+    upstream.status = verdict.Status.AS_EXPECTED
+    upstream.checks = [verdict.Check(name="signed.loads", expected=True, observed=True)]
+    upstream.kernel_release = "6.12.0"
+    return chain, version, upstream, Cell.new("v", "backported", {})
+
+
+def test_backported_byte_identical_to_upstream_takes_its_cell(setup, tmp_path):
+    """On a tree that ships every fix, reverted + the layer is upstream's
+    kernel again: its build and boot are taken, with both host checks."""
+    tree, s, log = setup
+    chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
+    assert chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
+    assert backported.reused_from == "upstream"
+    assert backported.status is upstream.status
+    assert backported.kernel_release == "6.12.0"
+    assert [c.name for c in backported.checks] == [
+        "backported_sources_identical_to_upstream",
+        "backported_sources_identical_to_patched", "signed.loads"]
+    assert all(c.matches for c in backported.checks)
+
+
+def test_backported_is_built_when_it_differs_or_is_judged_otherwise(setup, tmp_path):
+    tree, s, log = setup
+    chain, version, upstream, backported = chain_and_cells(tmp_path, ships=False)
+    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream}), \
+        "a tree that lacks the fixes: upstream is expected to fail, backported to pass"
+    chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
+    upstream.status = verdict.Status.ERROR
+    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
+    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": None})
+    chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
+    layer = s.directory / "backported" / "0001.patch"
+    patch(layer, ORIGINAL.replace("int c;", "int c_reverted;"),
+          ORIGINAL.replace("int c;", "int c_layer;"))
+    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
+    assert backported.reused_from is None and not backported.checks
+
+
+
+def test_a_switch_keeps_the_applied_prefix_and_pops_a_changed_patch(setup):
+    """reverted -> backported pushes only the layer; a reverted patch that
+    changed since it was pushed is popped and pushed again as it is now."""
+    tree, s, log = setup
+    series.switch(tree, s, "reverted", log)
+    log.write_text("")
+    series.switch(tree, s, "backported", log)
+    pushes = [line for line in log.read_text().splitlines() if line.startswith("$ quilt")]
+    assert pushes == ["$ quilt push --fuzz=0"], "reverted/0001 stays applied"
+    assert (tree / "f.c").read_text() == ORIGINAL
+    series.switch(tree, s, "reverted", log)
+    assert "c_reverted" in (tree / "f.c").read_text()
+    again = ORIGINAL.replace("int c;", "int c_reverted_again;")
+    patch(s.directory / "reverted" / "0001.patch", ORIGINAL, again)
+    patch(s.directory / "backported" / "0001.patch", again, ORIGINAL)
+    series.switch(tree, s, "backported", log)
+    assert (tree / "f.c").read_text() == ORIGINAL
+    series.switch(tree, s, "reverted", log)
+    assert "c_reverted_again" in (tree / "f.c").read_text()
+    series.switch(tree, s, "upstream", log)
+    assert (tree / "f.c").read_text() == ORIGINAL

@@ -169,18 +169,26 @@ def run(main_cache, chosen, out, parallel=2):
 
 def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
     by = {c.where: c.timings.as_json() for c in cells}
+    taken = {c.where: c.reused_from for c in cells if c.reused_from}
+
+    def rebuild(version, variant):
+        """A rebuild's seconds, or whose build the cell took (backported on a
+        tree that ships every fix is upstream's kernel)."""
+        other = taken.get((version, variant))
+        return f"{other}'s" if other else f"{by[(version, variant)]['build']:.1f}"
     boots_seen = [c.timings.boot for c in cells if c.timings.boot is not None]
     rows = []
     naive = 0.0
     for v in chosen:
         t = {var: by[(v.name, var)] for var in series.VARIANTS}
-        # a cell that reused another's build and boot (patched) has none of
-        # its own; the naive way would have booted it like that one
+        # a cell that reused another's build and boot (patched, and backported
+        # where the tree ships every fix) has none of its own; the naive way
+        # would have built and booted it like that one
         boots = [t[var]["boot"] for var in series.VARIANTS if "boot" in t[var]]
         dracut = [t[var]["initramfs"] for var in series.VARIANTS if "initramfs" in t[var]]
         spatch, quilt = layers[v.name]
         rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t['upstream']['build']:.0f} | "
-                    f"{t['reverted']['build']:.1f} | {t['backported']['build']:.1f} | "
+                    f"{rebuild(v.name, 'reverted')} | {rebuild(v.name, 'backported')} | "
                     f"{max(dracut):.1f} | {max(boots):.1f} | {spatch + quilt:.1f} "
                     f"({spatch:.1f} + {quilt:.1f}) | {extracts[v.name]:.1f} | "
                     f"{t['upstream']['fetch']:.1f} |")
@@ -199,7 +207,8 @@ Written by `make bench` ({time.strftime('%Y-%m-%d')}) from one run on this machi
 pinned .debs already downloaded (the network is not measured), each timed
 step started after a sync (none pays for an earlier step's writes). The matrix ran
 {len(cells)} cells with `--parallel {parallel}` (kernels side by side); {reused} of them
-took another variant's build and boot (their C sources byte-identical).
+took another variant's build and boot (their C sources byte-identical and
+the same checks expected; a rebuild column naming a variant is one of them).
 
 ## Per kernel (seconds)
 

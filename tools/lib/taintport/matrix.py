@@ -208,13 +208,14 @@ class Runner:
 
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
                         cell: Cell, booting: list[Future[None]]) -> bool:
-        other = self.chain.expectations.variant(cell.variant).reuses
-        if not other or not self.reuse_builds:
+        others = self.chain.expectations.variant(cell.variant).reuses
+        if not others or not self.reuse_builds:
             return False
         for future in booting:
-            future.result()  # the other cell is published when its boot ends
-        return self.chain.reuse_identical(version, tree, quilt_series, cell,
-                                          self.folder.published(version.name, other))
+            future.result()  # the other cells are published when their boots end
+        return self.chain.reuse_identical(
+            version, tree, quilt_series, cell,
+            {other: self.folder.published(version.name, other) for other in others})
 
     def boot_cell(self, item: store.Todo, cell: Cell, built: Built | None) -> None:
         """The artifacts half (initramfs, boot, verdict); then publish and store."""

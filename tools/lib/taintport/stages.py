@@ -229,39 +229,59 @@ class Chain:
 
     # -- a variant byte-identical to another --------------------------------
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
-                        cell: Cell, earlier: Cell | None) -> bool:
-        """Take the build and boot of the variant this one is byte-identical to
-        (expectations.toml reuses) instead of making them again; True when it
-        did. The compared files are every C file the series touches; make check
-        still builds both once and compares the images."""
-        other = self.expectations.variant(cell.variant).reuses
-        if not other or earlier is None or earlier.status is verdict.Status.ERROR:
-            return False
+                        cell: Cell, earlier: dict[str, Cell | None]) -> bool:
+        """Take the build and boot of a variant this one is byte-identical to
+        (expectations.toml reuses, the first that is) instead of making them
+        again; True when it did. The compared files are every C file the series
+        touches; make check still builds both once and compares the images.
+        earlier: this run's published cell of each variant named there."""
         expect = self.expectations
-        if expect.expected(expect.states(cell.variant, version.ships)) != \
-                expect.expected(expect.states(other, version.ships)):
-            return False  # the same kernel, judged by other rules: boot it
-        start = time.monotonic()
-        mine = series.source_digest(series.sources(tree, quilt_series, cell.variant))
-        theirs = (earlier.inputs.sources_sha256 if earlier.inputs else None) or \
-            series.source_digest(series.sources(tree, quilt_series, other))
-        cell.timings.record("apply", time.monotonic() - start)
-        if mine != theirs:
-            return False
+        mine = None
+        for other in expect.variant(cell.variant).reuses:
+            cell_before = earlier.get(other)
+            if cell_before is None or cell_before.status is verdict.Status.ERROR:
+                continue
+            if expect.expected(expect.states(cell.variant, version.ships)) != \
+                    expect.expected(expect.states(other, version.ships)):
+                continue  # the same kernel, judged by other rules: boot it
+            start = time.monotonic()
+            if mine is None:
+                mine = series.source_digest(series.sources(tree, quilt_series, cell.variant))
+            theirs = (cell_before.inputs.sources_sha256 if cell_before.inputs else None) or \
+                series.source_digest(series.sources(tree, quilt_series, other))
+            cell.timings.record("apply", time.monotonic() - start)
+            if mine == theirs:
+                self.take_cell(version, tree, quilt_series, cell, cell_before, mine)
+                return True
+        return False
+
+    def take_cell(self, version: Version, tree: Path, quilt_series: series.Series,
+                  cell: Cell, earlier: Cell, sources_sha256: str) -> None:
+        other = earlier.variant
         same = verdict.Check(name=f"{cell.variant}_sources_identical_to_{other}",
                              expected=True, observed=True,
                              diagnostics=(f"host: every C file the series touches is "
                                           f"byte-identical to {other}'s",))
-        cell.status, cell.errors = earlier.status, list(earlier.errors)
-        cell.checks = [same] + [c for c in earlier.checks if not c.name.startswith(other + "_")]
+        prefixes = tuple(f"{v}_" for v in (other, earlier.reused_from) if v)
+        judgement = verdict.Judgement(
+            earlier.status, [c for c in earlier.checks if not c.name.startswith(prefixes)],
+            list(earlier.errors))
+        # the cell's own host check (sources_match) still runs: reusing
+        # upstream's boot says nothing about the exported layer
+        identical = self.identical_check(tree, quilt_series, cell)
+        if identical is not None:
+            judgement = verdict.with_check(judgement, identical)
+        judgement = verdict.with_check(judgement, same)
+        cell.status, cell.checks, cell.errors = \
+            judgement.status, judgement.checks, judgement.errors
         cell.accelerator, cell.kernel_release = earlier.accelerator, earlier.kernel_release
         cell.qemu_exit_code, cell.reused_from, cell.logs = \
             earlier.qemu_exit_code, other, earlier.logs
         if cell.inputs:
-            cell.inputs.sources_sha256 = mine
+            cell.inputs.sources_sha256 = sources_sha256
             cell.inputs.bzimage_sha256 = earlier.inputs.bzimage_sha256 if earlier.inputs \
                 else None
-        states = expect.states(cell.variant, version.ships)
-        if cell.status is verdict.Status.AS_EXPECTED and expect.known_bug(cell.variant, states):
+        states = self.expectations.states(cell.variant, version.ships)
+        if cell.status is verdict.Status.AS_EXPECTED and \
+                self.expectations.known_bug(cell.variant, states):
             cell.status = verdict.Status.KNOWN_BUG
-        return True

@@ -53,7 +53,7 @@ class Variant:
     base: str                    # "shipped" or "reverted"
     layer: bool
     sources_match: str = ""      # host check: C files byte-identical to this variant's
-    reuses: str = ""             # byte-identical to this variant: reuse its cell
+    reuses: tuple[str, ...] = ()  # byte-identical to one of these: reuse its cell
     agrees_with: str = ""        # host check: every check observed as that variant's
     skips: frozenset[str] = frozenset()  # tests the agent cannot observe by design
 
@@ -163,9 +163,9 @@ class Judgement:
         return [c for c in self.checks if not c.matches]
 
 
-def _names(path: Path | str, where: str, value: object) -> list[str]:
+def _names(path: Path | str, where: str, value: object, what: str = "test") -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise InputError(f"{path}: {where} must be a list of test names")
+        raise InputError(f"{path}: {where} must be a list of {what} names")
     dup = sorted({v for v in value if value.count(v) > 1})
     if dup:
         raise InputError(f"{path}: {where} names {', '.join(dup)} twice")
@@ -194,12 +194,14 @@ def load(path: Path | str = EXPECTATIONS,
         if extra:
             raise InputError(f"{path}: [variants] {name} has unknown key(s) {', '.join(extra)}")
         variants[name] = Variant(name, spec["base"], spec["layer"],
-                                 spec.get("sources_match", ""), spec.get("reuses", ""),
+                                 spec.get("sources_match", ""),
+                                 tuple(_names(path, f"[variants] {name} reuses",
+                                              spec.get("reuses", []), "variant")),
                                  spec.get("agrees_with", ""),
                                  frozenset(_names(path, f"[variants] {name} skips",
                                                   spec.get("skips", []))))
     for v in variants.values():
-        for other in (v.sources_match, v.reuses, v.agrees_with):
+        for other in (v.sources_match, *v.reuses, v.agrees_with):
             if other and other not in variants:
                 raise InputError(f"{path}: [variants] {v.name} names unknown variant '{other}'")
     subtests = data.pop("tests", None)
