@@ -3,8 +3,8 @@ index.html (also in headless Chromium), and report compare / merge.
 
 Fixtures under data/results/ are results folders of real runs, made by the
 regenerate script there (its README says which run made which cell):
-bookworm-6.1 with its four variants (upstream a known bug, the others as
-expected), and trixie-6.12, merged from three runs: upstream as expected,
+bookworm-6.1 with the default variants (upstream and Debian's binary a known
+bug, the others as expected), and trixie-6.12, merged from three runs: upstream as expected,
 reverted an error (a panic fault run: the KTAP cut short after its plan) and
 backported unexpected (a layer that restores the taint letter but not
 tracing's acceptance of it).
@@ -114,7 +114,8 @@ def test_readme_sample_is_the_bookworm_run(bookworm):
     printed by the code the runner prints it with (data/results/regenerate
     rewrites it)."""
     sample = sample_table(bookworm)
-    assert sample.startswith("    version       variant     status       boot  detail\n")
+    assert re.match(r"    version +variant +status +boot +detail\n", sample)
+    assert len(sample.splitlines()) == 1 + len(bookworm.cells) + 2, "header, cells, counts"
     assert sample in (REPO / "README.md").read_text()
 
 
@@ -139,11 +140,13 @@ def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
     doc = kcidb.report(bookworm)
     assert [c["tree_name"] for c in doc["checkouts"]] == ["bookworm-6.1"]
     assert [b["id"] for b in doc["builds"]] == [
-        "taintport:bookworm-6.1:upstream", "taintport:bookworm-6.1:reverted",
-        "taintport:bookworm-6.1:backported", "taintport:bookworm-6.1:patched"]
-    # a verdict per cell and a test per check: 79 in the guest, and the host's
-    # byte-identical check for backported and patched
-    assert len(doc["tests"]) == 4 + 79 + 79 + 80 + 80
+        "taintport:bookworm-6.1:upstream", "taintport:bookworm-6.1:shipped",
+        "taintport:bookworm-6.1:reverted", "taintport:bookworm-6.1:backported",
+        "taintport:bookworm-6.1:patched"]
+    # a verdict per cell and a test per check: 79 in the guest (the shipped
+    # cell's 9 skips too), and the host's check of shipped (agrees with
+    # upstream), backported and patched (byte-identical sources)
+    assert len(doc["tests"]) == 5 + 79 + 80 + 79 + 80 + 80
     build = doc["builds"][0]
     assert build["architecture"] == "x86_64"
     assert build["compiler"] == bookworm.tools["gcc"]
@@ -327,7 +330,7 @@ def test_summary_puts_unexpected_and_error_first(trixie):
 def test_summary_of_a_clean_run(bookworm):
     text = summary.render(bookworm)
     assert "## Unexpected and error cells\n\nnone\n" in text
-    assert "4 cells: 3 as-expected, 1 known-bug, 0 unexpected, 0 error; exit 0" in text
+    assert "5 cells: 3 as-expected, 2 known-bug, 0 unexpected, 0 error; exit 0" in text
 
 
 # index.html
@@ -399,6 +402,7 @@ def test_html_is_one_self_contained_escaped_file(merged):
     text = (merged / "index.html").read_text()
     page = Page(text)
     assert page.grid == [("bookworm-6.1", "upstream", "known-bug"),
+                         ("bookworm-6.1", "shipped", "known-bug"),
                          ("bookworm-6.1", "reverted", "as-expected"),
                          ("bookworm-6.1", "backported", "as-expected"),
                          ("bookworm-6.1", "patched", "as-expected"),
@@ -497,10 +501,12 @@ def with_statuses(doc, statuses):
 
 
 def test_compare_lists_regressions_then_fixes_then_the_rest(bookworm):
-    old = with_statuses(bookworm, {"upstream": "as-expected", "reverted": "unexpected",
-                                   "backported": "error", "patched": "known-bug"})
-    new = with_statuses(bookworm, {"upstream": "error", "reverted": "as-expected",
-                                   "backported": "unexpected", "patched": "known-bug"})
+    old = with_statuses(bookworm, {"upstream": "as-expected", "shipped": "known-bug",
+                                   "reverted": "unexpected", "backported": "error",
+                                   "patched": "known-bug"})
+    new = with_statuses(bookworm, {"upstream": "error", "shipped": "known-bug",
+                                   "reverted": "as-expected", "backported": "unexpected",
+                                   "patched": "known-bug"})
     new.cells.append(dataclasses.replace(new.cells[0], version="trixie-6.12"))
     changes = compare.compare(old, new)
     assert [(c.kind, c.version, c.variant, c.old, c.new) for c in changes] == [
@@ -561,7 +567,8 @@ def test_a_reused_cell_says_so(bookworm):
     doc = copy.deepcopy(bookworm)
     backported = cell(doc, "backported")
     backported.reused = True
-    build = kcidb.report(doc)["builds"][2]
+    build, = (b for b in kcidb.report(doc)["builds"]
+              if b["id"] == "taintport:bookworm-6.1:backported")
     assert build["misc"]["reused"] is True
     assert f"backported {summary.seconds(backported.timings.build)} (reused)" in \
         summary.render(doc)
@@ -569,10 +576,13 @@ def test_a_reused_cell_says_so(bookworm):
 
 
 def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
-    """bookworm-6.1 as Debian ships it lacks the livepatch fix: its upstream cell."""
+    """bookworm-6.1 as Debian ships it lacks the livepatch fix: its upstream
+    cell, and Debian's own binary of it."""
     doc = bookworm
     assert cell(doc, "upstream").status is Status.KNOWN_BUG
+    assert cell(doc, "shipped").status is Status.KNOWN_BUG
     assert [c.fixes for c in doc.cells] == [
+        {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING},
         {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING},
         {"unsigned": FixState.RECONSTRUCTED, "livepatch": FixState.MISSING},
         {"unsigned": FixState.CARRIED, "livepatch": FixState.CARRIED},
@@ -580,7 +590,11 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     text = summary.render(doc)
     assert ("## Known bugs of the kernels as shipped\n\n* bookworm-6.1 upstream (as shipped): "
             "livepatch module tainted K, its trace events missing (e7bb66f79a7b, v6.3")  in text
-    assert re.search(r"bookworm-6.1\s+livepatch\s+missing\s+missing\s+carried\s+carried\n", text)
+    assert re.search(r"fix\s+upstream\s+shipped\s+reverted\s+backported\s+patched\n", text)
+    assert re.search(r"bookworm-6.1\s+livepatch\s+missing\s+missing\s+missing\s+carried\s+"
+                     r"carried\n", text)
+    assert "* bookworm-6.1 shipped (the distribution's binary, linux-image-6.1.0-50-amd64 " \
+        "6.1.176-1): livepatch module tainted K" in text
     assert "## Unexpected and error cells\n\nnone\n" in text
     assert "known bug as shipped: livepatch fix missing" in text
     assert doc.exit_code == 0
@@ -598,8 +612,9 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
 
 
 def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):
-    fixed = with_statuses(bookworm, {"upstream": "as-expected", "reverted": "as-expected",
-                                     "backported": "as-expected", "patched": "as-expected"})
+    fixed = with_statuses(bookworm, {"upstream": "as-expected", "shipped": "known-bug",
+                                     "reverted": "as-expected", "backported": "as-expected",
+                                     "patched": "as-expected"})
     changes = compare.compare(bookworm, fixed)
     assert [(c.variant, c.kind) for c in changes] == [("upstream", "change")]
 
