@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import RunError
-from .process import STOPPING, kill_group, reap, require, spawn
+from .process import STOPPING, booting, kill_group, reap, require, spawn
 
 QEMU = "qemu-system-x86_64"
 # Under working KVM our kernel reaches its no-root panic in well under a
@@ -53,21 +53,22 @@ def command(bzimage, initrd, console, append, accel, memory=MEMORY):
 def run_qemu(cmd, console, timeout):
     """Run QEMU in its own process group; at the timeout the whole group dies."""
     Path(console).unlink(missing_ok=True)
-    start = time.monotonic()
-    proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.PIPE)
-    try:
-        _, err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        _, err = proc.communicate()
-        timed_out = True
-    except BaseException:
-        kill_group(proc)
-        raise
-    finally:
-        reap(proc)
+    with booting():  # builds beside it wait: see process.BACKGROUND
+        start = time.monotonic()
+        proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            _, err = proc.communicate()
+            timed_out = True
+        except BaseException:
+            kill_group(proc)
+            raise
+        finally:
+            reap(proc)
     if STOPPING.is_set():
         raise RunError("boot", "interrupted")
     seconds = time.monotonic() - start

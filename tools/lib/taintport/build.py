@@ -15,7 +15,7 @@ from pathlib import Path
 from . import REPO, kconfig
 from .store import tree_digest
 from .errors import RunError
-from .process import require, run
+from .process import NICE_LEVEL, require, run
 
 MODULE_SRC = REPO / "test-matrix" / "module"
 AGENT_SRC = REPO / "test-matrix" / "agent"
@@ -39,11 +39,6 @@ class Artifacts:
     release: str
 
 
-# Kernel compiles run at a lower priority than QEMU and dracut: a boot is one
-# TCG thread waited on by its cell (8.3 s instead of 3-4 s when it shared the
-# cores evenly with two builds), while make has parallel work to spare. Alone,
-# a niced build is as fast as any. Trees fetched ahead extract at the same level.
-NICE_LEVEL = 10
 
 
 def default_jobs():

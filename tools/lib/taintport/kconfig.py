@@ -10,7 +10,7 @@ from pathlib import Path
 
 from . import REPO, versions
 from .errors import InputError, RunError
-from .process import run
+from .process import NICE_LEVEL, run
 
 KCONFIG_DIR = REPO / "kconfigs"
 LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
@@ -133,10 +133,13 @@ def configure(tree, build_dir, frags, log, make_args):
     if config.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         validate(tree, config, options)
         return False
-    run(["make", *make_args, "tinyconfig"], stage="kconfig", cwd=tree, log=log)
+    run(["make", *make_args, "tinyconfig"], stage="kconfig", cwd=tree, log=log,
+        nice=NICE_LEVEL)
     run(["scripts/kconfig/merge_config.sh", "-m", "-O", build_dir, config, *frags],
-        stage="kconfig", cwd=tree, log=log, env={"ARCH": "x86_64"})
-    run(["make", *make_args, "olddefconfig"], stage="kconfig", cwd=tree, log=log)
+        stage="kconfig", cwd=tree, log=log, env={"ARCH": "x86_64"},
+        nice=NICE_LEVEL)
+    run(["make", *make_args, "olddefconfig"], stage="kconfig", cwd=tree, log=log,
+        nice=NICE_LEVEL)
     if not config.exists():
         raise RunError("kconfig", f"{config} was not written", "")
     validate(tree, config, options)

@@ -11,10 +11,10 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from . import build, fetch
+from . import fetch
 from .cache import Cache, write_atomic
 from .errors import TaintportError
-from .process import STOPPING
+from .process import NICE_LEVEL, STOPPING
 from .versions import Version
 
 
@@ -103,6 +103,6 @@ class Schedule:
                     continue
                 try:
                     fetch.fetch(self.cache, version, self.out / version.name / "fetch.log",
-                                nice=build.NICE_LEVEL)
+                                nice=NICE_LEVEL)
                 except TaintportError:
                     continue

@@ -1,0 +1,89 @@
+"""A guest boots with the builds beside it stopped, and they go on afterwards.
+
+Real processes (sleep), their state read from /proc: 'T' is stopped.
+"""
+import threading
+import time
+from pathlib import Path
+
+from taintport import boot, process
+
+
+def state(pid, want, seconds=5.0):
+    """The process's state letter once it is one of want (or at the deadline)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        # the state follows the name in parentheses
+        letter = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if letter in want or time.monotonic() > deadline:
+            return letter
+        time.sleep(0.01)
+
+
+def spawn_sleep(nice):
+    return process.spawn(["sleep", "60"], nice=nice)
+
+
+def end(*procs):
+    for proc in procs:
+        process.kill_group(proc)
+        process.reap(proc)
+
+
+def test_a_boot_stops_the_niced_groups_and_only_those():
+    build = spawn_sleep(process.NICE_LEVEL)
+    other = spawn_sleep(0)
+    late = None
+    try:
+        assert state(build.pid, "S") == "S"
+        with process.booting():
+            assert state(build.pid, "T") == "T"
+            late = spawn_sleep(process.NICE_LEVEL)  # a build that starts during the boot
+            assert state(late.pid, "T") == "T"
+            assert state(other.pid, "S", 0.2) == "S"
+        assert state(build.pid, "S") == "S"
+        assert state(late.pid, "S") == "S"
+    finally:
+        end(*(p for p in (build, other, late) if p))
+
+
+def test_builds_go_on_only_when_the_last_of_two_boots_ends():
+    build = spawn_sleep(process.NICE_LEVEL)
+    first_ended = threading.Event()
+    second_may_end = threading.Event()
+    seen = []
+
+    def second_lane():
+        with process.booting():
+            first_ended.wait(5)
+            seen.append(state(build.pid, "S", 0.3))
+            second_may_end.wait(5)
+
+    try:
+        with process.booting():
+            lane = threading.Thread(target=second_lane)
+            lane.start()
+            time.sleep(0.1)
+        first_ended.set()
+        lane.join(0.5)
+        assert seen == ["T"], "a build went on while the other lane's guest still booted"
+        second_may_end.set()
+        lane.join(5)
+        assert state(build.pid, "S") == "S"
+    finally:
+        second_may_end.set()
+        end(build)
+
+
+def test_the_boot_stage_stops_builds_while_qemu_runs(tmp_path):
+    build = spawn_sleep(process.NICE_LEVEL)
+    seen = tmp_path / "seen"
+    # QEMU stood in by a command that reads the build's state while it runs
+    stand_in = ["sh", "-c", f"cut -d' ' -f3 /proc/{build.pid}/stat > {seen}"]
+    try:
+        code, timed_out, _ = boot.run_qemu(stand_in, tmp_path / "console.log", 10)
+        assert (code, timed_out) == (0, False)
+        assert seen.read_text().strip() == "T"
+        assert state(build.pid, "S") == "S"
+    finally:
+        end(build)
