@@ -30,21 +30,24 @@ def end(*procs):
         process.reap(proc)
 
 
-def test_a_boot_stops_the_niced_groups_and_only_those():
+def test_a_boot_stops_the_background_groups_and_only_those():
     build = spawn_sleep(process.NICE_LEVEL)
     other = spawn_sleep(0)
+    dracut = process.spawn(["sleep", "60"], background=True)  # not niced, but waits
     late = None
     try:
         assert state(build.pid, "S") == "S"
         with process.booting():
             assert state(build.pid, "T") == "T"
+            assert state(dracut.pid, "T") == "T"
             late = spawn_sleep(process.NICE_LEVEL)  # a build that starts during the boot
             assert state(late.pid, "T") == "T"
             assert state(other.pid, "S", 0.2) == "S"
         assert state(build.pid, "S") == "S"
         assert state(late.pid, "S") == "S"
+        assert state(dracut.pid, "S") == "S"
     finally:
-        end(*(p for p in (build, other, late) if p))
+        end(*(p for p in (build, other, dracut, late) if p))
 
 
 def test_builds_go_on_only_when_the_last_of_two_boots_ends():

@@ -219,7 +219,8 @@ the same checks expected; a rebuild column naming a variant is one of them).
 "cold build, in the matrix" shares the cores with the other kernel being
 worked on at the same time; "alone" is the yardstick below. "initramfs" is
 dracut for a kernel's first cell; the others append their own files to that
-image. A cell boots while the next variant of its kernel builds. "fetch, in the
+image. A cell boots while the next variant of its kernel builds, and every build
+waits (stopped) while a guest boots. "fetch, in the
 matrix" is what the kernel's worker waited for: the first two extract
 (one after the other), the rest were fetched ahead during earlier builds.
 

@@ -28,8 +28,8 @@ STOPPING = threading.Event()
 # while make has parallel work to spare. Alone, a niced build is as fast as any.
 NICE_LEVEL = 10
 
-# The niced groups (kernel and module builds, kconfig, trees fetched ahead):
-# work that can wait. While a guest boots they are stopped (SIGSTOP) and
+# The background groups (kernel and module builds, kconfig, trees fetched
+# ahead: the niced ones; and dracut): work that can wait. While a guest boots they are stopped (SIGSTOP) and
 # continued when no guest is booting. Niceness alone did not keep a boot's
 # time: TCG beside one niced -j3 build took 4.9-7.2 s where it took 4.0 s alone
 # (and 4.1 s beside six niced busy loops), so what it loses is memory and
@@ -82,9 +82,10 @@ def niced(argv, nice):
     return ["nice", "-n", str(nice), *argv] if nice else list(argv)
 
 
-def spawn(argv, nice=0, **kwargs):
+def spawn(argv, nice=0, background=None, **kwargs):
     """Popen in a new process group, tracked in LIVE until reaped; nice > 0
     runs it at that niceness (nice(1), since preexec_fn is unsafe in threads).
+    A background group (by default: a niced one) waits while a guest boots.
 
     A process group, not a session: with sched_autogroup (on in Debian's
     kernels) every session gets an equal share of the CPU whatever its
@@ -95,7 +96,7 @@ def spawn(argv, nice=0, **kwargs):
         raise RunError("run", "interrupted")
     proc = subprocess.Popen(niced(argv, nice), process_group=0, **kwargs)
     LIVE.add(proc)
-    if nice > 0:
+    if nice > 0 if background is None else background:
         with _GATE:
             BACKGROUND.add(proc)
             if _booting:
@@ -141,7 +142,8 @@ def booting():
                     _signal_group(proc, signal.SIGCONT)
 
 
-def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, nice=0):
+def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, nice=0,
+        background=None):
     """Run cmd; stdout+stderr go to log (appended) or are captured.
 
     Returns a CompletedProcess. On a non-zero exit (when check) raises
@@ -158,7 +160,8 @@ def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, n
         out.write(f"$ {shown}\n")
         out.flush()
     try:
-        proc = spawn(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+        proc = spawn(argv, background=background, cwd=cwd, env=full_env,
+                     stdin=subprocess.DEVNULL,
                      stdout=out or subprocess.PIPE,
                      stderr=subprocess.STDOUT if out else subprocess.PIPE, text=True)
     except FileNotFoundError:
