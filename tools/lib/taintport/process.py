@@ -29,12 +29,12 @@ STOPPING = threading.Event()
 NICE_LEVEL = 10
 
 # The background groups (kernel and module builds, kconfig, trees fetched
-# ahead: the niced ones; and dracut): work that can wait. While a guest boots they are stopped (SIGSTOP) and
-# continued when no guest is booting. Niceness alone did not keep a boot's
-# time: TCG beside one niced -j3 build took 4.9-7.2 s where it took 4.0 s alone
-# (and 4.1 s beside six niced busy loops), so what it loses is memory and
-# cache, not CPU time, and only an idle neighbour gives it back. A boot is
-# seconds; the build it pauses loses as much.
+# ahead: the niced ones; and dracut): work that can wait. While a guest boots
+# they are stopped (SIGSTOP) and continued when no guest is booting. Niceness
+# alone did not keep a boot's time: TCG beside one niced -j3 build took
+# 4.9-7.2 s where it took 4.0 s alone (and 4.1 s beside six niced busy loops),
+# so what it loses is memory and cache, not CPU time, and only an idle
+# neighbour gives it back. A boot is seconds; the build it pauses loses as much.
 BACKGROUND: set[subprocess.Popen] = set()
 _GATE = threading.Lock()
 _booting = 0
