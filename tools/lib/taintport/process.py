@@ -64,10 +64,7 @@ def appending(log):
 
 
 def kill_group(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    _signal_group(proc, signal.SIGKILL)  # a stopped group dies too
     proc.wait()
 
 
