@@ -1,7 +1,8 @@
 """Which kernel when: the longest build first, and trees fetched ahead of their turn.
 
 Versions run side by side (`--parallel`), which overlaps one kernel's
-downloads, boots and dracut runs with another's build. Once the first
+downloads, rebuilds, boots and dracut runs with another's cold build (one
+cold build at a time: stages.Chain.cold_build). Once the first
 versions have their trees, a fetch-ahead thread downloads and extracts the
 ones still waiting for a worker, so their turn starts with the build.
 """

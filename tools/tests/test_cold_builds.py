@@ -1,0 +1,59 @@
+"""One cold build at a time, rebuilds beside it; the KVM probe stops no build.
+
+The builds are stood in by a function that notes when it runs (the real
+make is what the e2e tests and the bench run)."""
+import threading
+import time
+from types import SimpleNamespace
+
+from taintport import boot, build, process, verdict
+from taintport.cache import Cache
+from taintport.cells import Cell
+from taintport.progress import Progress
+from taintport.stages import Chain
+
+from test_process import end, spawn_sleep, state
+
+
+def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
+                  jobs=1, timeout=10)
+    spans = {}
+
+    def stand_in(tree, build_dir, name, out, log, jobs, cache_root):
+        start = time.monotonic()
+        time.sleep(0.3)
+        spans[name] = (start, time.monotonic())
+        return name
+    monkeypatch.setattr(build, "build_variant", stand_in)
+    versions = [SimpleNamespace(name=n, version="1") for n in ("a", "b", "warm")]
+    warm = chain.cache.build(versions[2])
+    warm.mkdir(parents=True)
+    (warm / "vmlinux").write_bytes(b"")  # built before: this one is a rebuild
+    lanes = [threading.Thread(target=chain.compile,
+                              args=(v, tmp_path, Cell.new(v.name, "upstream", {}),
+                                    tmp_path / f"{v.name}.log"))
+             for v in versions]
+    for lane in lanes:
+        lane.start()
+    for lane in lanes:
+        lane.join(5)
+    (a0, a1), (b0, b1), (w0, w1) = spans["a"], spans["b"], spans["warm"]
+    assert a1 <= b0 or b1 <= a0, "two cold builds ran at once"
+    assert w0 < min(a1, b1), "the rebuild waited for a cold build"
+
+
+def test_the_kvm_probe_does_not_stop_the_builds(tmp_path, monkeypatch):
+    running = spawn_sleep(process.NICE_LEVEL)
+    seen = tmp_path / "seen"
+    # QEMU stood in by a command that reads the build's state while it runs
+    monkeypatch.setattr(boot, "command", lambda *args: [
+        "sh", "-c", f"cut -d' ' -f3 /proc/{running.pid}/stat > {seen}"])
+    monkeypatch.setattr(boot.os, "access", lambda path, mode: True)
+    try:
+        accel = boot.probe(tmp_path / "bzImage", tmp_path)
+        assert accel.name == "tcg"  # the stand-in reached no kernel
+        assert seen.read_text().strip() != "T", "the probe stopped a build"
+        assert state(running.pid, "S") == "S"
+    finally:
+        end(running)
