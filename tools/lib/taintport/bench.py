@@ -3,9 +3,11 @@
 Phases, all in a fresh cache of their own (the pinned .debs are linked in,
 so the network is not measured) and with ccache disabled, so that "cold"
 means cold:
-  1. the matrix, every version x variant, versions side by side (--parallel);
-  2. one standalone cold build per kernel, one after another: the yardstick
-     (sum of cold builds) and the unit of the naive way;
+  1. the matrix, every version x variant, versions side by side (--parallel,
+     one cold build at a time);
+  2. one standalone cold build per kernel (what a cell's build stage does:
+     kernel, test modules, agent), one after another: the yardstick (sum of
+     cold builds) and the unit of the naive way;
   3. a rerun with nothing changed;
   4. a rerun after touching one semantic patch (its mtime only), and one
      after editing it (a comment line, restored afterwards): cells are keyed
@@ -107,14 +109,17 @@ def extract_seconds(cache, version):
 
 
 def solo_cold_build(cache, version):
+    """What a cell's build stage does (`taintport build`: the kernel, the test
+    modules and the agent), from an empty folder, alone on the machine."""
     tree = cache.tree(version)
     series.switch(tree, series.load(version.name), "upstream",
                   cache.root / "logs" / "bench-solo.log")
-    build_dir = cache.root / "solo" / version.name
-    _, seconds = timed(build.build_kernel, tree, build_dir, version.name,
+    folder = cache.root / "solo" / version.name
+    _, seconds = timed(build.build_variant, tree, folder / "build", version.name,
+                       folder / "artifacts" / "upstream",
                        cache.root / "logs" / f"bench-solo-{version.name}.log",
                        build.default_jobs(), cache.root)
-    return seconds  # build_dir stays until the bench ends, like the extractions
+    return seconds  # folder stays until the bench ends, like the extractions
 
 
 def run(main_cache, chosen, out, parallel=2):
@@ -206,7 +211,8 @@ Written by `make bench` ({time.strftime('%Y-%m-%d')}) from one run on this machi
 `{cells[0].accelerator}`, ccache disabled so cold builds are cold, the
 pinned .debs already downloaded (the network is not measured), each timed
 step started after a sync (none pays for an earlier step's writes). The matrix ran
-{len(cells)} cells with `--parallel {parallel}` (kernels side by side); {reused} of them
+{len(cells)} cells with `--parallel {parallel}` (kernels side by side, one cold build at a
+time); {reused} of them
 took another variant's build and boot (their C sources byte-identical and
 the same checks expected; a rebuild column naming a variant is one of them).
 
@@ -216,8 +222,9 @@ the same checks expected; a rebuild column naming a variant is one of them).
 |---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
-"cold build, in the matrix" shares the cores with the other kernel being
-worked on at the same time; "alone" is the yardstick below. "initramfs" is
+A cold build is what a cell's build stage does: the kernel, the test modules
+and the agent. "cold build, in the matrix" shares the cores with the other
+kernel's rebuilds, dracut and boots; "alone" is the yardstick below. "initramfs" is
 dracut for a kernel's first cell; the others append their own files to that
 image. A cell boots while the next variant of its kernel builds, and every build
 waits (stopped) while a guest boots. "fetch, in the
