@@ -12,7 +12,7 @@ from taintport.cells import Cell
 from taintport.progress import Progress
 from taintport.stages import Chain
 
-from test_process import end, spawn_sleep, state
+from test_process import end, qemu_reading_state, spawn_sleep, state
 
 
 def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
@@ -46,9 +46,7 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
 def test_the_kvm_probe_does_not_stop_the_builds(tmp_path, monkeypatch):
     running = spawn_sleep(process.NICE_LEVEL)
     seen = tmp_path / "seen"
-    # QEMU stood in by a command that reads the build's state while it runs
-    monkeypatch.setattr(boot, "command", lambda *args: [
-        "sh", "-c", f"cut -d' ' -f3 /proc/{running.pid}/stat > {seen}"])
+    monkeypatch.setattr(boot, "command", lambda *args: qemu_reading_state(running.pid, seen))
     monkeypatch.setattr(boot.os, "access", lambda path, mode: True)
     try:
         accel = boot.probe(tmp_path / "bzImage", tmp_path)

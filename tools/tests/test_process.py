@@ -24,6 +24,11 @@ def spawn_sleep(nice):
     return process.spawn(["sleep", "60"], nice=nice)
 
 
+def qemu_reading_state(pid, seen):
+    """A stand-in for QEMU: writes pid's state letter to seen while it runs."""
+    return ["sh", "-c", f"cut -d' ' -f3 /proc/{pid}/stat > {seen}"]
+
+
 def end(*procs):
     for proc in procs:
         process.kill_group(proc)
@@ -81,10 +86,9 @@ def test_builds_go_on_only_when_the_last_of_two_boots_ends():
 def test_the_boot_stage_stops_builds_while_qemu_runs(tmp_path):
     build = spawn_sleep(process.NICE_LEVEL)
     seen = tmp_path / "seen"
-    # QEMU stood in by a command that reads the build's state while it runs
-    stand_in = ["sh", "-c", f"cut -d' ' -f3 /proc/{build.pid}/stat > {seen}"]
     try:
-        code, timed_out, _ = boot.run_qemu(stand_in, tmp_path / "console.log", 10)
+        code, timed_out, _ = boot.run_qemu(qemu_reading_state(build.pid, seen),
+                                           tmp_path / "console.log", 10)
         assert (code, timed_out) == (0, False)
         assert seen.read_text().strip() == "T"
         assert state(build.pid, "S") == "S"

@@ -39,8 +39,6 @@ class Artifacts:
     release: str
 
 
-
-
 def default_jobs():
     return (os.cpu_count() or 1) + 1
 

@@ -114,6 +114,12 @@ def _signal_group(proc, signum):
         pass
 
 
+def _signal_background(signum):
+    """Every background group; the caller holds _GATE."""
+    for proc in BACKGROUND:
+        _signal_group(proc, signum)
+
+
 @contextmanager
 def booting():
     """Stop the background groups while the block (a guest's boot) runs.
@@ -127,16 +133,14 @@ def booting():
     with _GATE:
         _booting += 1
         if _booting == 1:
-            for proc in BACKGROUND:
-                _signal_group(proc, signal.SIGSTOP)
+            _signal_background(signal.SIGSTOP)
     try:
         yield
     finally:
         with _GATE:
             _booting -= 1
             if _booting == 0:
-                for proc in BACKGROUND:
-                    _signal_group(proc, signal.SIGCONT)
+                _signal_background(signal.SIGCONT)
 
 
 def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, nice=0,
