@@ -12,7 +12,7 @@
 // Requires: 1.1.1
 //
 // Modes: patch, report, context, org (make coccicheck MODE=...). With
-// -D taintport (only tools/lib/taintport/layer.py passes it) each rule that
+// -D taintport (only tools/lib/taintport/layer/engine.py passes it) each rule that
 // changes code also prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
 // Layout: spatch's layout of the added test is upstream's.

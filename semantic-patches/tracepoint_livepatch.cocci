@@ -14,14 +14,14 @@
 // Requires: 1.1.1
 //
 // Modes: patch, report, context, org (make coccicheck MODE=...). With
-// -D taintport (only tools/lib/taintport/layer.py passes it) the rule that
+// -D taintport (only tools/lib/taintport/layer/engine.py passes it) the rule that
 // changes code also prints "taintport: fired livepatch file:line"; without
 // it patch mode prints nothing but the diff.
 //
 // Layout: spatch appends " | (1 << TAINT_LIVEPATCH)" to the mask's last
 // line (the code is upstream's, the line is longer); upstream rewrapped the
 // last two lines instead. `tools/taintport apply --tree DIR` gives
-// upstream's layout (tools/lib/taintport/fixes/livepatch.py re-lays the
+// upstream's layout (tools/lib/taintport/layer/fixes/livepatch.py re-lays the
 // mask out, and says in the patch header where a tree's mask needed an
 // adaptation).
 

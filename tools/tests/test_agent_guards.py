@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import versions
+from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_SRC = REPO / "test-matrix" / "agent"

@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taintport import carry
+from taintport.layer import carry
 
 from test_layer import _tree
 

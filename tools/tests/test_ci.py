@@ -14,10 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taintport import REPO, ci, render, versions
+from taintport import ci
+from taintport import REPO
 from taintport.errors import InputError
-from taintport.cells import Cell
-from taintport.verdict import Status
+from taintport.judge.verdict import Status
+from taintport.results import render
+from taintport.results.cells import Cell
+from taintport.tree import versions
 
 RESULTS = Path(__file__).parent / "data" / "results"
 

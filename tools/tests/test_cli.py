@@ -4,7 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taintport import boot, series
+from taintport.kernel import boot
+from taintport.tree import series
 
 from conftest import fake_command
 from test_layer import _tree
@@ -126,8 +127,8 @@ def test_bench_table_shows_a_taken_build_and_computes_the_targets():
     patched everywhere) has no rebuild of its own and no boot."""
     from types import SimpleNamespace
 
-    from taintport import bench
-    from taintport.cells import Cell
+    from taintport.run import bench
+    from taintport.results.cells import Cell
     cells = []
     for name, backported_built in (("old", True), ("new", False)):
         for variant in series.VARIANTS:
@@ -158,7 +159,7 @@ def test_bench_table_shows_a_taken_build_and_computes_the_targets():
 
 
 def test_bench_keeps_the_hand_written_part_of_benchmarks_md(tmp_path):
-    from taintport import bench
+    from taintport.run import bench
     path = tmp_path / "benchmarks.md"
     bench.write("# Benchmarks\n\nold table\n", path)
     text = path.read_text()

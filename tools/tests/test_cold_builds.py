@@ -6,11 +6,13 @@ import threading
 import time
 from types import SimpleNamespace
 
-from taintport import boot, build, process, verdict
+from taintport import process
 from taintport.cache import Cache
-from taintport.cells import Cell
-from taintport.progress import Progress
-from taintport.stages import Chain
+from taintport.judge import verdict
+from taintport.kernel import boot, build
+from taintport.results.cells import Cell
+from taintport.run.progress import Progress
+from taintport.run.stages import Chain
 
 from test_process import end, qemu_reading_state, spawn_sleep, state
 

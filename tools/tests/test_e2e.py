@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from taintport import verdict, versions
 from taintport.cache import Cache
+from taintport.judge import verdict
+from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from taintport import versions
 from taintport.cache import Cache
+from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]

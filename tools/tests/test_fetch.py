@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from taintport import fetch
 from taintport.cache import Cache, held
 from taintport.errors import InputError, RunError
-from taintport.versions import Version
+from taintport.tree import fetch
+from taintport.tree.versions import Version
 
 PKG = "linux-source-9.9"
 
@@ -192,7 +192,7 @@ def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
 
 
 def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
-    from taintport import versions
+    from taintport.tree import versions
     arch, good = archive
     path = tmp_path / "test-9.9.toml"
     path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nsuite = "testsuite"\n'
@@ -216,7 +216,7 @@ def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, arc
     import threading
     import time
 
-    from taintport.schedule import Schedule
+    from taintport.run.schedule import Schedule
 
     arch, good = archive
     cache = Cache(tmp_path / "cache")
@@ -249,7 +249,7 @@ def test_longest_build_first_from_recorded_costs(tmp_path, archive):
     build seen is kept, not a later warm rebuild); without one, the newest."""
     import dataclasses
 
-    from taintport.schedule import Schedule, kernel_series
+    from taintport.run.schedule import Schedule, kernel_series
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
@@ -272,11 +272,11 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
     import threading
     import time
 
-    from taintport import matrix, store
+    from taintport.run import matrix, store
     from taintport.errors import RunError as Broke
-    from taintport.cells import Inputs
-    from taintport.stages import Built
-    from taintport.verdict import Status
+    from taintport.results.cells import Inputs
+    from taintport.run.stages import Built
+    from taintport.judge.verdict import Status
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))

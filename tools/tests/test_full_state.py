@@ -12,8 +12,9 @@ import shutil
 
 import pytest
 
-from taintport import fixes, regen, series, versions
 from taintport.errors import InputError
+from taintport.layer import fixes, regen
+from taintport.tree import series, versions
 from test_trees import NAMES, held_tree
 
 pytestmark = pytest.mark.e2e
@@ -134,7 +135,8 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
     """`check --all-point-releases` on bookworm's pinned linux-source-6.1, as it
     checks every point release of that series: the layer as shipped, then
     carried onto the full pre-fix state, byte-identical to the files shipped."""
-    from taintport import fetch, pointreleases
+    from taintport.tree import fetch
+    from taintport.layer import pointreleases
     from taintport.cache import Cache
 
     version = versions.select(["bookworm-6.1"])[0]
@@ -149,7 +151,7 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
 
 def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_path):
     """Another point release that moved the files: not checked, said so, not an error."""
-    from taintport import layer, pointreleases
+    from taintport.layer import engine, pointreleases
 
     name = "bookworm-6.1"
     quilt = series.load(name)
@@ -165,6 +167,6 @@ def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_pa
     # a context line of the reverted-full/ hunk changed, as a later point release might
     panic.write_text(text.replace("{ 'I', ' ', false },", "{ 'I', ' ', false }, /* moved */"))
     said = pointreleases.full_state(tmp_path / "t", quilt, name,
-                                    layer.generate(tmp_path / "t"), tmp_path / "log")
+                                    engine.generate(tmp_path / "t"), tmp_path / "log")
     assert said.startswith(f"full pre-fix state not checked: reverted-full/ of {name} "
                            "does not apply"), said

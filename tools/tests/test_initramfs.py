@@ -3,7 +3,7 @@ import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
-from taintport import build, initramfs
+from taintport.kernel import build, initramfs
 
 
 def cell(tmp_path):

@@ -1,7 +1,7 @@
 import pytest
 
-from taintport import kconfig
 from taintport.errors import InputError
+from taintport.kernel import kconfig
 
 
 def test_base_fragment_parses_and_keeps_unset_lines():

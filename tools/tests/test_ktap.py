@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from taintport import ktap, verdict, versions
+from taintport.judge import ktap, verdict
+from taintport.tree import versions
 
 CAPTURES = Path(__file__).parent / "data" / "consoles"
 

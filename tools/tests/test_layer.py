@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import fake_command
 
-from taintport import REPO, fixes, layer
+from taintport import REPO
+from taintport.layer import engine, fixes
 
 FIXTURES = REPO / "semantic-patches" / "tests"
 INPUTS = sorted(FIXTURES.glob("*.c"))
@@ -33,18 +34,18 @@ def _outcome(path):
 def test_fixture(outcome):
     fixture, piece, letter = _outcome(outcome)
     if outcome.suffix == ".err":
-        with pytest.raises(layer.LayerError) as caught:
-            layer.transform(piece, fixture.read_text(), letter)
+        with pytest.raises(engine.LayerError) as caught:
+            engine.transform(piece, fixture.read_text(), letter)
         assert outcome.read_text().strip() in str(caught.value)
         assert caught.value.piece == piece
     else:
-        assert layer.transform(piece, fixture.read_text(), letter) == outcome.read_text()
+        assert engine.transform(piece, fixture.read_text(), letter) == outcome.read_text()
 
 
 @pytest.mark.parametrize("res", sorted(FIXTURES.glob("*.res")), ids=lambda p: p.name)
 def test_fixture_already_fixed_is_left_alone(res):
     _, piece, letter = _outcome(res)
-    assert layer.transform(piece, res.read_text(), letter) == res.read_text()
+    assert engine.transform(piece, res.read_text(), letter) == res.read_text()
 
 
 def test_every_fixture_has_an_outcome_and_every_outcome_an_input():
@@ -127,7 +128,7 @@ def _digest(root):
 def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     before = _digest(tree)
-    patch = layer.generate(tree)
+    patch = engine.generate(tree)
     assert _digest(tree) == before, "generate() must not touch the tree"
     assert not patch.empty
     unsigned, livepatch = patch.patches
@@ -148,7 +149,7 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
 
 
 def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
-    patch = layer.generate(_tree(tmp_path, ".res"))
+    patch = engine.generate(_tree(tmp_path, ".res"))
     assert patch.diff == "" and patch.empty
     assert [fp.state for fp in patch.patches] == ["already upstream", "not applicable"]
     assert patch.summary == "unsigned: already upstream; livepatch: not applicable"
@@ -166,7 +167,7 @@ def _tree_with_livepatch(root, suffix, mask):
 
 def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c")
-    patch = layer.generate(tree)
+    patch = engine.generate(tree)
     unsigned, livepatch = patch.patches
     assert unsigned.state == livepatch.state == "carried"
     assert "kernel/tracepoint.c" not in unsigned.diff  # the mask already has UNSIGNED
@@ -179,7 +180,7 @@ def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
 
 def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
-    patch = layer.generate(tree)
+    patch = engine.generate(tree)
     assert patch.patches[0].state == "already upstream"
     assert patch.patches[1].adapted and "adapted" in patch.patches[1].adapted[0]
 
@@ -188,23 +189,23 @@ def test_a_tree_before_module_signing_cannot_have_the_unsigned_bug(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     module = tree / "kernel/module.c"
     module.write_text(module.read_text().replace("sig_ok", "verified"))
-    fix_state = layer.inspect_fixes(tree)[0]
+    fix_state = engine.inspect_fixes(tree)[0]
     assert fix_state.state == "not applicable"
     assert "predates module signing (v3.7" in fix_state.not_applicable
-    patch = layer.generate(tree)
+    patch = engine.generate(tree)
     assert patch.empty and patch.patches[0].state == "not applicable"
 
 
 def test_letter_x_reproduces_the_2014_posting_where_x_is_free(tmp_path):
-    patch = layer.generate(_tree(tmp_path, ".c"), letter="X")
+    patch = engine.generate(_tree(tmp_path, ".c"), letter="X")
     assert "+\t{ TAINT_UNSIGNED_MODULE,\t'X', ' ' },\n" in patch.diff
     assert "+\t\tbuf[l++] = 'X';\n" in patch.diff
     assert '+\t{ (1UL << TAINT_UNSIGNED_MODULE),\t"X" })\n' in patch.diff
 
 
 def test_a_taken_letter_is_an_error_naming_its_owner(tmp_path):
-    with pytest.raises(layer.LayerError) as caught:
-        layer.generate(_tree(tmp_path, ".c"), letter="W")
+    with pytest.raises(engine.LayerError) as caught:
+        engine.generate(_tree(tmp_path, ".c"), letter="W")
     assert caught.value.piece == "letter"
     assert caught.value.path == "kernel/panic.c:11"
     assert "TAINT_WARN" in caught.value.expected
@@ -215,10 +216,10 @@ def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
     tree = _tree(tmp_path, ".c")
     path = tree / "kernel/tracepoint.c"
     path.write_text(path.read_text().replace("(1 << TAINT_CRAP)", "(1 << TAINT_WARN)"))
-    assert layer.inspect(tree)[3] == layer.Piece("tracepoint", "unknown", "kernel/tracepoint.c",
+    assert engine.inspect(tree)[3] == engine.Piece("tracepoint", "unknown", "kernel/tracepoint.c",
                                                  0, "missing")
-    with pytest.raises(layer.LayerError) as caught:
-        layer.generate(tree)
+    with pytest.raises(engine.LayerError) as caught:
+        engine.generate(tree)
     assert (caught.value.piece, caught.value.path) == ("tracepoint", "kernel/tracepoint.c")
     assert "TAINT_CRAP" in caught.value.expected
 
@@ -226,14 +227,14 @@ def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
 def test_a_missing_file_says_so(tmp_path):
     tree = _tree(tmp_path, ".c")
     (tree / "kernel/tracepoint.c").unlink()
-    assert layer.inspect(tree)[3] == layer.Piece("tracepoint", "file not found",
+    assert engine.inspect(tree)[3] == engine.Piece("tracepoint", "file not found",
                                                  "kernel/tracepoint.c", 0, "missing")
-    with pytest.raises(layer.LayerError, match="tracepoint.c: expected the file .*file not found"):
-        layer.generate(tree)
+    with pytest.raises(engine.LayerError, match="tracepoint.c: expected the file .*file not found"):
+        engine.generate(tree)
 
 
 def test_inspect_reports_shape_file_line_and_state(tmp_path):
-    pieces = layer.inspect(_tree(tmp_path, ".c"))
+    pieces = engine.inspect(_tree(tmp_path, ".c"))
     assert [(p.name, p.path, p.line, p.state) for p in pieces] == [
         ("define", "include/linux/kernel.h", 12, "missing"),
         ("letter", "kernel/panic.c", 14, "missing"),
@@ -256,22 +257,22 @@ def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
                  'echo "EXN: Failure(\\"boom\\") in kernel/module.c" >&2\n'
                  'echo "An error occurred when attempting to transform some files." >&2\n'
                  "exit 0\n")
-    with pytest.raises(layer.LayerError) as caught:
-        layer.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
+    with pytest.raises(engine.LayerError) as caught:
+        engine.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
     assert "EXN" in caught.value.expected
 
 
 def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
     _fake_spatch(tmp_path, monkeypatch, "exit 0\n")
-    with pytest.raises(layer.LayerError) as caught:
-        layer.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
+    with pytest.raises(engine.LayerError) as caught:
+        engine.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
     assert "['sigcheck'] to fire" in caught.value.expected
 
 
 # ------------------------------------------------------ the .cocci files alone
 # As a spatch user runs them: no -D taintport, each mode on its own. The
 # fixtures are ones whose .res differs from the .c only where spatch edits
-# code (no comment for layer.py to rewrite).
+# code (no comment for engine.py to rewrite).
 
 ALONE = [
     ("taint_unsigned_define.cocci", "define_kernel-h", 12),
@@ -288,12 +289,12 @@ DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +
 def _alone(cocci, path, *defines):
     """spatch's stdout for one file, as a user runs it (Options: of the header)."""
     args = [a for d in defines for a in ("-D", d)]
-    proc = subprocess.run(["spatch", *layer.SPATCH_PYTHON, "--sp-file",
+    proc = subprocess.run(["spatch", *engine.SPATCH_PYTHON, "--sp-file",
                            REPO / "semantic-patches" / cocci, *args,
                            "--very-quiet", "--no-includes", "--include-headers", path],
                           capture_output=True, text=True, check=True)
     assert not [line for line in proc.stderr.splitlines()
-                if any(f in line for f in layer.SPATCH_FAILURES)], proc.stderr
+                if any(f in line for f in engine.SPATCH_FAILURES)], proc.stderr
     return proc.stdout
 
 
@@ -406,7 +407,7 @@ def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter
 
 def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     from dataclasses import replace
-    from taintport import versions
+    from taintport.tree import versions
     from taintport.errors import InputError
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c")
     bookworm = versions.select(["bookworm-6.1"])[0]

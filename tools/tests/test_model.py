@@ -4,7 +4,8 @@ import dataclasses
 import itertools
 
 import kernel_model
-from taintport import fixes, verdict
+from taintport.judge import verdict
+from taintport.layer import fixes
 
 
 def disagreements(exp):

@@ -7,9 +7,9 @@ each case here.
 
 import pytest
 
-from taintport import versions
 from taintport.cache import Cache
 from taintport.errors import InputError
+from taintport.tree import versions
 
 from test_versions import write
 

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from taintport import REPO, ci, provoke
+from taintport import ci
+from taintport import REPO
+from taintport.run import provoke
 
 VERSION = "bookworm-6.1"
 KERNEL_JOB = f"kernel {VERSION}"

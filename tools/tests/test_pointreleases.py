@@ -1,6 +1,6 @@
 """check --all-point-releases against a local archive holding a fixed and a pre-fix tree."""
-from taintport import pointreleases
 from taintport.cache import Cache
+from taintport.layer import pointreleases
 
 from test_fetch import make_deb, publish, sha, version
 from test_layer import _tree

@@ -6,7 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from taintport import boot, process
+from taintport import process
+from taintport.kernel import boot
 
 
 def state(pid, want, seconds=5.0):

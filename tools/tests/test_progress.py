@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from taintport import progress
+from taintport.run import progress
 
 
 class Terminal(io.StringIO):

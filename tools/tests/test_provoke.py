@@ -4,11 +4,12 @@ import copy
 
 import pytest
 
-from taintport import matrix, provoke, render
 from taintport.cache import Cache
-from taintport.cells import exit_code
 from taintport.errors import InputError
-from taintport.verdict import Status
+from taintport.judge.verdict import Status
+from taintport.results import render
+from taintport.results.cells import exit_code
+from taintport.run import matrix, provoke
 
 from test_ci import RESULTS
 

@@ -24,11 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from taintport import (compare, htmlpage, junit, kcidb, ktap, render, report, results, summary,
-                       verdict)
-from taintport.cells import Matrix, Timings
 from taintport.errors import InputError
-from taintport.verdict import FixState, Status
+from taintport.judge import ktap, verdict
+from taintport.judge.verdict import FixState, Status
+from taintport.results import compare, reader, render, report
+from taintport.results.cells import Matrix, Timings
+from taintport.results.reports import htmlpage, junit, kcidb, summary
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -83,12 +84,12 @@ def nulls(obj, where=""):
 
 @pytest.mark.parametrize("folder", [BOOKWORM, TRIXIE], ids=lambda f: f.name)
 def test_fixture_folders_load_as_the_runner_reads_results(folder):
-    """matrix.json through results.load_matrix (what `report` and `merge`
+    """matrix.json through reader.load_matrix (what `report` and `merge`
     read), each cell.json through results.earlier_cells (what --resume
     reads): the same cells, every file they name present."""
-    doc = results.load_matrix(folder)
+    doc = reader.load_matrix(folder)
     assert doc.cells, "a results folder with cells"
-    assert results.earlier_cells(folder) == {c.where: c for c in doc.cells}
+    assert reader.earlier_cells(folder) == {c.where: c for c in doc.cells}
     for c in doc.cells:
         for path in (c.logs.build, c.logs.console, c.logs.ktap):
             assert (folder / path).is_file(), path

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from taintport import matrix, render, report, results, series, store, verdict, versions
 from taintport.cache import Cache
+from taintport.judge import verdict
+from taintport.results import reader, render, report
+from taintport.run import matrix, store
+from taintport.tree import series, versions
 
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
@@ -205,7 +208,7 @@ def test_every_cell_the_runner_writes_is_read_back(tmp_path):
         cell.checks = [verdict.Check("signed_loads", True, None, ("# seen",)),
                        verdict.Check("forced_loads", False, False)]
         written = json.loads(json.dumps(cell.as_json()))
-        assert results.Reader(tmp_path / "cell.json").cell(written, "cell") == cell
+        assert reader.Reader(tmp_path / "cell.json").cell(written, "cell") == cell
 
 
 def test_a_check_whose_matches_disagrees_is_refused(tmp_path, taintport):

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from taintport import boot, versions
 from taintport.cache import Cache
+from taintport.kernel import boot
+from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE_CALLS = re.compile(r"\b(insmod|modprobe|rmmod|finit_module|init_module|delete_module)\b")

@@ -3,8 +3,9 @@ import os
 
 import pytest
 
-from taintport import series, verdict
 from taintport.errors import InputError
+from taintport.judge import verdict
+from taintport.tree import series
 
 ORIGINAL = "int a;\nint b;\nint c;\nint d;\nint e;\n"
 
@@ -133,11 +134,11 @@ def test_full_group_is_a_state_no_variant_builds_and_a_switch_leaves_its_files_a
 def chain_and_cells(tmp_path, ships):
     from types import SimpleNamespace
 
-    from taintport import fixes
+    from taintport.layer import fixes
     from taintport.cache import Cache
-    from taintport.cells import Cell
-    from taintport.progress import Progress
-    from taintport.stages import Chain
+    from taintport.results.cells import Cell
+    from taintport.run.progress import Progress
+    from taintport.run.stages import Chain
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
                   jobs=1, timeout=10)
     version = SimpleNamespace(name="v", ships=tuple(fixes.NAMES if ships else ()))

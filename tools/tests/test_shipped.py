@@ -9,11 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from taintport import binary, report, results, store, summary, verdict, versions
-from taintport.cells import Cell, Inputs, Matrix
 from taintport.errors import InputError, RunError
-from taintport.ktap import parse
-from taintport.verdict import Check, Status
+from taintport.judge import verdict
+from taintport.judge.ktap import parse
+from taintport.judge.verdict import Check, Status
+from taintport.kernel import binary
+from taintport.results import reader, report
+from taintport.results.cells import Cell, Inputs, Matrix
+from taintport.results.reports import summary
+from taintport.run import store
+from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 DESCRIPTOR = REPO / "versions" / "bookworm-6.1.toml"
@@ -175,7 +180,7 @@ def test_a_shipped_cell_reads_back_and_reports_whose_binary_it_was(tmp_path):
                                 observed=True, diagnostics=("host: the 1 tests both "
                                                             "observed came out the same",)))
     report.write_cell(tmp_path, shipped)
-    back = results.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+    back = reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
     assert back.as_json() == shipped.as_json()
     text = summary.render(Matrix(cells=[back]))
     assert "## The distribution's binaries against our builds" in text
@@ -191,7 +196,7 @@ def test_a_results_file_with_a_bad_binary_pin_is_refused(tmp_path):
     shipped.inputs.binaries = {"../../x=1": "0" * 64}
     report.write_cell(tmp_path, shipped)
     with pytest.raises(InputError, match="binaries"):
-        results.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+        reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
 
 
 def headers_tree(top, release, makefile):
@@ -279,9 +284,9 @@ def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
     one it was stored beside: a disagreement that is gone clears, and a
     cell with no sound peer carries no agreement check."""
     from taintport.cache import Cache
-    from taintport.progress import Progress
-    from taintport.stages import Chain
-    from taintport.verdict import FixState
+    from taintport.run.progress import Progress
+    from taintport.run.stages import Chain
+    from taintport.judge.verdict import FixState
 
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
                   jobs=1, timeout=10)

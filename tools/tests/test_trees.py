@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from taintport import fetch, fixes, series, versions
 from taintport.cache import Cache
+from taintport.layer import fixes
+from taintport.tree import fetch, series, versions
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]

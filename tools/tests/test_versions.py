@@ -1,7 +1,7 @@
 import pytest
 
-from taintport import versions
 from taintport.errors import InputError
+from taintport.tree import versions
 
 
 def test_repository_descriptors_load():

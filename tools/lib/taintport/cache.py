@@ -12,7 +12,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import names
+from taintport import names
 
 
 def default_root():

@@ -6,13 +6,17 @@ import time
 import traceback
 from pathlib import Path
 
-from . import (bench, binary, boot, build, carry, ci, compare, fetch, layer, matrix,
-               pointreleases, regen, render, report, results, series, stages, store, verdict,
-               versions)
-from .cache import Cache
-from .cells import FAULTS, exit_code, fault_in, word
-from .errors import InputError, TaintportError
-from .progress import Progress
+from taintport import ci
+from taintport.cache import Cache
+from taintport.errors import InputError, TaintportError
+from taintport.judge import verdict
+from taintport.kernel import binary, boot, build
+from taintport.layer import carry, engine, pointreleases, regen
+from taintport.results import compare, reader, render, report
+from taintport.results.cells import FAULTS, exit_code, fault_in, word
+from taintport.run import bench, matrix, stages, store
+from taintport.run.progress import Progress
+from taintport.tree import fetch, series, versions
 
 DESCRIPTION = """\
 Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
@@ -180,7 +184,7 @@ def cmd_matrix(args, cache):
     if args.resume and not args.resume.is_dir():
         raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
-    with results.writing(out, resume=bool(args.resume)):
+    with reader.writing(out, resume=bool(args.resume)):
         return run_matrix(args, cache, out, chosen, variants)
 
 
@@ -291,7 +295,7 @@ def cmd_inspect(args, cache):
     if not args.tree.is_dir():
         raise InputError(f"{args.tree}: no such folder (--tree names a kernel source tree)")
     rows = []
-    for state in layer.inspect_fixes(args.tree, args.letter):
+    for state in engine.inspect_fixes(args.tree, args.letter):
         fix = state.fix
         rows.append((f"{fix.name}:", state.state, f"{fix.commit[:12]} ({fix.release})",
                      state.not_applicable or fix.info["title"]))
@@ -372,7 +376,7 @@ def cmd_boot(args, cache):
     else:
         version, tree, quilt_series = cell_setup(args, cache)
     out = args.out or matrix.default_out()
-    with results.writing(out):
+    with reader.writing(out):
         print(f"results: {out}", flush=True)
         progress = Progress(1)
         chain = stages.Chain(cache, out, verdict.load(), progress, jobs=args.jobs,
@@ -393,14 +397,14 @@ def cmd_boot(args, cache):
         progress.close()
     ktap_txt = out / cell.logs.ktap
     if ktap_txt.exists():
-        print(results.printable(ktap_txt.read_text()))
+        print(reader.printable(ktap_txt.read_text()))
     boot_time = cell.timings.boot
     print(f"\n{version.name} {args.variant}: {cell.status.value} "
           f"({cell.accelerator or 'no boot'}, "
           f"{f'{boot_time:.1f}s' if boot_time is not None else 'no boot'}, "
           f"console {out / cell.logs.console})")
     for line in cell.errors:
-        print(f"  error: {results.printable(line)}")
+        print(f"  error: {reader.printable(line)}")
     for check in cell.failing:
         print(f"  {check.name}: expected {word(check.expected)}, observed {word(check.observed)}")
     return exit_code([cell])
@@ -480,7 +484,7 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {results.printable(err)}", file=sys.stderr)
+        print(f"taintport: error: {reader.printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)

@@ -8,8 +8,8 @@ naming where it came from, never a path outside the cache or the results.
 """
 import re
 
-from . import series
-from .errors import InputError
+from taintport.errors import InputError
+from taintport.tree import series
 
 # versions/<name>.toml: a distribution's suite and kernel series, bookworm-6.1
 VERSION_NAME = re.compile(r"[a-z0-9][a-z0-9.+-]*")

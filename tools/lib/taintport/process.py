@@ -13,7 +13,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import RunError
+from taintport.errors import RunError
 
 TAIL_LINES = 20
 

@@ -1,0 +1,1 @@
+"""The judge: KTAP from the guest, read against test-matrix/expectations.toml."""

@@ -1,0 +1,1 @@
+"""The kernel: configured and built (or Debian's binary), its initramfs, booted in QEMU."""

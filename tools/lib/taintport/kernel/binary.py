@@ -1,0 +1,335 @@
+"""The `shipped` variant's stage: the distribution's own binary kernel, no build.
+
+The descriptor's [shipped] table pins the image (on 7.x the binary and
+modules packages it depends on), the headers, their common part and
+linux-kbuild, each fetched and checked like the source package. They are
+extracted together into one folder of the cache, as dpkg would install them
+but never into the host: the headers' Makefile includes the common part by
+its absolute /usr/src path, which is pointed at the extracted copy. The test
+modules are then built out of tree against those headers with the host's
+compiler, and the guest gets the image's vmlinuz, those modules and one
+small module the distribution signed (decompressed: the initramfs has no
+module tools, and the signature is on the uncompressed file).
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from taintport import names
+from taintport.cache import Cache
+from taintport.errors import InputError, RunError
+from taintport.kernel import build
+from taintport.kernel.build import Artifacts
+from taintport.process import appending, require, run
+from taintport.run.store import tree_digest
+from taintport.tree import fetch, versions
+from taintport.tree.versions import Binary, Pin, RELEASE, Version
+
+# the marker scripts/sign-file appends after a module's signature
+SIGNATURE_MAGIC = b"~Module signature appended~\n"
+# how Debian's modules may be compressed (CONFIG_MODULE_COMPRESS_*), and the
+# tool that undoes each, with the package that has it
+DECOMPRESS = {".xz": (("xz", "-dc"), "xz-utils"), ".zst": (("zstd", "-dc"), "zstd"),
+              ".gz": (("gzip", "-dc"), "gzip")}
+# linux-kbuild ships its cross host programs as <name>.real-<kind>; these
+# kinds are the ones an x86_64 kernel's build runs
+HOST_KINDS = (".real-lsb-64", ".real-x86")
+
+
+def root(cache: Cache, version: Version, shipped: Binary) -> Path:
+    """The extracted packages, named by their pins and the module kept of
+    them: a repin, or another signed_module, extracts anew."""
+    pins = "\n".join([f"{p.package} {p.version} {p.sha256}" for p in shipped.packages]
+                     + [shipped.signed_module])
+    return cache.root / "binary" / version.name / hashlib.sha256(pins.encode()).hexdigest()[:16]
+
+
+def fetch_packages(cache: Cache, version: Version, shipped: Binary, log: Path) -> list[Path]:
+    """Every pinned .deb, through the suite's private apt configuration and
+    checked against its pin, exactly as the source package is."""
+    debs = []
+    for pin in shipped.packages:
+        as_source = replace(version, package=pin.package, version=pin.version,
+                            sha256=pin.sha256, size=pin.size)
+        deb, _ = fetch.fetch_deb(cache, as_source, log, pin.deb_name)
+        debs.append(deb)
+    return debs
+
+
+def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
+    """All packages into target, whole or not at all (a temporary folder
+    renamed), without the modules the guest never loads (130-390 MB a kernel)."""
+    if target.is_dir():
+        return
+    require("dpkg-deb", "dpkg")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(".extract-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".extract-"))
+    try:
+        for deb in debs:
+            run(["dpkg-deb", "-x", deb, tmp], stage="fetch", log=log)
+        for modules in module_folders(tmp, shipped):
+            for module in (modules / "kernel").rglob("*"):
+                if module.is_file() and \
+                        not str(module.relative_to(modules)).startswith(shipped.signed_module):
+                    module.unlink()
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def headers_dir(top: Path, shipped: Binary) -> Path:
+    """The headers of the release, their Makefile pointed at the extracted
+    common part instead of /usr/src (rewritten on every call: cheap, and a
+    copy of the cache moved elsewhere still builds)."""
+    headers = top / "usr" / "src" / f"linux-headers-{shipped.release}"
+    makefile = headers / "Makefile"
+    if not makefile.is_file():
+        raise RunError("shipped", f"{makefile} missing: the pinned headers are not those of "
+                       f"{shipped.release}")
+    original = makefile.with_name("Makefile.debian")
+    if not original.exists():
+        shutil.copy2(makefile, original)
+    text = original.read_text()
+    if "/usr/src/" not in text:
+        raise RunError("shipped", f"{original}: no /usr/src/ path to point at the extracted "
+                       "headers; the packaging changed")
+    makefile.write_text(text.replace("/usr/src/", f"{top}/usr/src/"))
+    return headers
+
+
+def is_elf(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"\x7fELF"
+
+
+def runs_here(program: Path) -> bool:
+    """Whether the host's dynamic loader finds everything program needs
+    (ldd's own test: the loader lists, nothing of program runs)."""
+    proc = subprocess.run([str(program)], capture_output=True, text=True, timeout=20,
+                          env={"LD_TRACE_LOADED_OBJECTS": "1", "LD_WARN": "yes"})
+    return proc.returncode == 0 and "not found" not in proc.stdout + proc.stderr
+
+
+def host_programs(top: Path, own_build: Path, log: Path) -> None:
+    """linux-kbuild's programs are built for the suite's C library: sid's and
+    trixie's need a newer glibc than this host's. Each one that cannot run
+    here is replaced by the same program our build of the same source made
+    (modpost, objtool: host programs, the same whatever the kernel's
+    configuration), and the log says so."""
+    for kbuild in sorted((top / "usr" / "lib").glob("linux-kbuild-*")):
+        for program in sorted(p for p in kbuild.rglob("*") if p.is_file()):
+            if os.access(program, os.X_OK) and is_elf(program):
+                stand_in(program, program.relative_to(kbuild), own_build, log)
+
+
+def stand_in(program: Path, rel: Path, own_build: Path, log: Path) -> None:
+    kind = next((k for k in HOST_KINDS if rel.name.endswith(k)), "")
+    if ".real-" in rel.name and not kind:
+        return  # another architecture's copy: never run for x86_64
+    if runs_here(program):
+        return
+    ours = own_build / rel.with_name(rel.name.removesuffix(kind))
+    if not ours.is_file():
+        # resolve_btfids and the like: only runs where pahole and vmlinux meet,
+        # which the log shows if it ever does
+        with appending(log) as out:
+            out.write(f"{program}: cannot run on this host (C library), and our build "
+                      f"has no {ours} to stand in\n")
+        return
+    shutil.copy2(ours, program)
+    with appending(log) as out:
+        out.write(f"{program}: cannot run on this host (C library); replaced by {ours}\n")
+
+
+def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: int) -> None:
+    """The test modules, out of tree against the distribution's headers.
+
+    CC=gcc: the headers name the compiler the distribution used (gcc-16 on
+    sid), which this host may not have; shipped.make says what that costs."""
+    built = build.compile_modules(["make", "-C", headers, f"-j{jobs}", "CC=gcc", *shipped.make],
+                                  build.REPRODUCIBLE, out, log)
+    for module in built:
+        shutil.copy2(module, out / module.name)
+
+
+def module_folders(top: Path, shipped: Binary) -> list[Path]:
+    """lib/modules/<release>: under usr/ since 7.x (merged /usr), else at the top."""
+    return [top / prefix / "lib" / "modules" / shipped.release for prefix in ("usr", ".")]
+
+
+def signed_module(top: Path, shipped: Binary, out: Path) -> Path:
+    """The distribution's signed module, in the form the guest kernel loads."""
+    for folder in module_folders(top, shipped):
+        for suffix in ("", *DECOMPRESS):
+            found = folder / (shipped.signed_module + suffix)
+            if found.is_file():
+                target = out / f"{shipped.module_name}.ko"
+                if suffix:
+                    tool, package = DECOMPRESS[suffix]
+                    require(tool[0], package)
+                    with open(target, "wb") as dest:
+                        proc = subprocess.run([*tool, str(found)], stdout=dest,
+                                              stderr=subprocess.PIPE)
+                    if proc.returncode:
+                        raise RunError("shipped", f"{' '.join(tool)} {found} failed",
+                                       proc.stderr.decode(errors="replace"))
+                else:
+                    shutil.copy2(found, target)
+                if not target.read_bytes().endswith(SIGNATURE_MAGIC):
+                    raise RunError("shipped", f"{found}: not signed (no appended signature)")
+                return target
+    raise RunError("shipped", f"{shipped.signed_module} not found under "
+                   f"lib/modules/{shipped.release} of the pinned packages")
+
+
+def vmlinuz(top: Path, shipped: Binary) -> Path:
+    """/boot/vmlinuz-<release> until 6.x; usr/lib/modules/<release>/vmlinuz on 7.x."""
+    for found in (top / "boot" / f"vmlinuz-{shipped.release}",
+                  top / "usr" / "lib" / "modules" / shipped.release / "vmlinuz"):
+        if found.is_file():
+            return found
+    raise RunError("shipped", f"no vmlinuz of {shipped.release} in the pinned packages")
+
+
+def unpack(cache: Cache, version: Version, log: Path) -> Path:
+    """The pinned packages fetched, checked and extracted: the folder they are in."""
+    shipped = pinned(version)
+    top = root(cache, version, shipped)
+    extract(fetch_packages(cache, version, shipped, log), top, shipped, log)
+    host_programs(top, cache.build(version), log)
+    return top
+
+
+def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Artifacts:
+    """The test modules built against the unpacked headers, the signed
+    module and the agent for the release: what a built variant's Artifacts hold."""
+    shipped = pinned(version)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in build.module_files(out):
+        stale.unlink()
+    build_modules(headers_dir(top, shipped), shipped, out, log, jobs)
+    signed_module(top, shipped, out)
+    agent = out / "taintport-agent"
+    sources = tree_digest(build.AGENT_SRC)[:16]
+    # beside the built variants' agent, but its own: another release
+    shutil.copy2(build.build_agent(out.parent / f"agent-{sources}-{shipped.release}",
+                                   shipped.release, log), agent)
+    return Artifacts(directory=out, bzimage=vmlinuz(top, shipped),
+                     modules=build.module_files(out), agent=agent, release=shipped.release)
+
+
+def pinned(version: Version) -> Binary:
+    if version.shipped is None:
+        raise RunError("shipped", f"{version.path} has no [shipped] table: no binary "
+                       "kernel is pinned for this version")
+    return version.shipped
+
+
+# The suite's metapackages that name the newest binary kernel: each depends
+# on its release's packages with (= version), and those on theirs.
+METAPACKAGES = ("linux-image-amd64", "linux-headers-amd64")
+PINNED = re.compile(r"linux-(binary|image|modules|headers|kbuild)-")
+# the package holding vmlinuz first: since 7.x linux-binary-<release>, whose
+# linux-image-<release> only depends on it and on linux-modules-<release>
+ORDER = ("linux-binary-", "linux-image-", "linux-modules-", "linux-headers-", "linux-kbuild-")
+
+
+def stanza(apt: fetch.PrivateApt, package: str, version: str) -> dict[str, str]:
+    """The index's fields of one package version."""
+    proc = run(["apt-cache", *apt.options(), "show", f"{package}={version}"],
+               stage="fetch", env={"LC_ALL": "C"}, check=False)
+    fields = dict(line.split(": ", 1) for line in proc.stdout.split("\n\n")[0].splitlines()
+                  if ": " in line and not line.startswith(" "))
+    if proc.returncode or "SHA256" not in fields:
+        raise InputError(f"{apt.version.suite}'s index has no {package} {version}")
+    return fields
+
+
+def depends(fields: dict[str, str], default: str) -> list[tuple[str, str]]:
+    """(package, version) of each kernel package fields depends on: the
+    version it pins with (= ...), else default (kbuild is unversioned on sid)."""
+    found = []
+    for dep in fields.get("Depends", "").split(","):
+        m = re.match(r"\s*([a-z0-9][a-z0-9.+-]*)\s*(?:\(\s*=\s*([^) ]+)\s*\))?",
+                     dep.split("|")[0])
+        if m and PINNED.match(m.group(1)) and m.group(1) not in METAPACKAGES:
+            found.append((m.group(1), m.group(2) or default))
+    return found
+
+
+def newest(apt: fetch.PrivateApt) -> tuple[str, list[Pin]]:
+    """The suite's newest binary kernel: its version, and every package of it
+    the shipped variant needs, followed from the metapackages' Depends."""
+    meta = replace(apt.version, package=METAPACKAGES[0])
+    binary_version = fetch.PrivateApt(apt.root.parent, meta).candidate()
+    if binary_version is None:
+        raise InputError(f"{apt.version.suite} offers no {METAPACKAGES[0]}")
+    todo = [dep for name in METAPACKAGES
+            for dep in depends(stanza(apt, name, binary_version), binary_version)]
+    pins: dict[str, Pin] = {}
+    while todo:
+        package, version = todo.pop()
+        if package in pins:
+            continue
+        fields = stanza(apt, package, version)
+        names.package(package, f"{apt.version.suite} index: Package")
+        names.deb_version(version, f"{apt.version.suite} index: {package} Version")
+        pins[package] = Pin(package, version, fields["SHA256"], int(fields.get("Size", 0)))
+        todo += depends(fields, binary_version)
+    if any(p.startswith("linux-binary-") for p in pins):
+        pins = {p: pin for p, pin in pins.items() if not p.startswith("linux-image-")}
+    return binary_version, sorted(pins.values(), key=lambda p: (
+        next(i for i, prefix in enumerate(ORDER) if p.package.startswith(prefix)), p.package))
+
+
+def repin(cache: Cache, version: Version, log: Path) -> str:
+    """Move the [shipped] pins to the suite's newest binary kernel, on
+    purpose, after fetch.repin moved the source; says what it did. Where the
+    suite's newest binary is not the source's version (the archive dropped
+    one of them), the nearest is pinned and the file says so."""
+    shipped = version.shipped
+    if shipped is None:
+        return "no [shipped] table"
+    apt = fetch.PrivateApt(cache.apt(), version)
+    apt.update(log)
+    binary_version, pins = newest(apt)
+    return rewrite(version, binary_version, pins)
+
+
+def rewrite(version: Version, binary_version: str, pins: list[Pin]) -> str:
+    """The descriptor's [shipped] release and pins, rewritten in place."""
+    shipped = version.shipped
+    assert shipped is not None  # repin checked
+    image = pins[0].package
+    release = image.split("-", 2)[2]
+    names.check(RELEASE, release, f"{version.suite} index: {image}", "a kernel release")
+    text = version.path.read_text()
+    head, sep, _ = text.partition("\n[[shipped.packages]]")
+    if not sep:
+        raise InputError(f"{version.path}: no [[shipped.packages]] to rewrite")
+    head = re.sub(r"\n# linux-source is .* on purpose\.\n?$", "", head)
+    head, count = re.subn(r'^release = ".*"$', f'release = "{release}"', head, count=1,
+                          flags=re.M)
+    if count != 1:
+        raise InputError(f"{version.path}: no 'release =' line in [shipped] to rewrite")
+    note = ""
+    if binary_version != version.version:
+        note = (f"# linux-source is {version.version}, the suite's binaries "
+                f"{binary_version}: the nearest, pinned on purpose.\n")
+    blocks = "".join(f'\n[[shipped.packages]]\npackage = "{p.package}"\n'
+                     f'version = "{p.version}"\nsha256 = "{p.sha256}"\nsize = {p.size}\n'
+                     for p in pins)
+    version.path.write_text(head.rstrip("\n") + "\n" + note + blocks)
+    versions.load(version.path)  # what was written must read back
+    moved = [p for p in pins if p not in shipped.packages]
+    said = (f"{release}: {len(moved)} of {len(pins)} binary pins moved" if moved
+            else f"{release}: binary pins unchanged")
+    return said + (f" (binaries {binary_version}, not the source's {version.version})"
+                   if note else "")

@@ -1,0 +1,171 @@
+"""Build stage: one out-of-tree kernel build dir per version, shared by its variants.
+
+The first variant pays for the full build; switching variant only touches the
+files the series changes, so make rebuilds a handful of objects. The test
+modules (every one test-matrix/module/Kbuild names) are built against the same
+build dir, and each is also signed with the key that build generated (which
+never leaves the build dir).
+"""
+import os
+from contextlib import contextmanager
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from taintport import REPO
+from taintport.errors import RunError
+from taintport.kernel import kconfig
+from taintport.process import NICE_LEVEL, require, run
+from taintport.run.store import tree_digest
+
+MODULE_SRC = REPO / "test-matrix" / "module"
+AGENT_SRC = REPO / "test-matrix" / "agent"
+
+# Pinned so that the same inputs give the same kernel image.
+REPRODUCIBLE = {
+    "KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 2026",
+    "KBUILD_BUILD_USER": "taintport",
+    "KBUILD_BUILD_HOST": "taintport",
+    "KBUILD_BUILD_VERSION": "1",
+    "LC_ALL": "C",
+}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    directory: Path
+    bzimage: Path
+    modules: tuple  # the guest's module files, each test module as <m>.ko and <m>-signed.ko
+    agent: Path
+    release: str
+
+
+def default_jobs():
+    return (os.cpu_count() or 1) + 1
+
+
+def make_args(build_dir, jobs, cache_root):
+    args = [f"O={build_dir}", "ARCH=x86_64", f"-j{jobs}"]
+    env = dict(REPRODUCIBLE)
+    if shutil.which("ccache"):
+        args.append("CC=ccache gcc")
+        env["CCACHE_DIR"] = str(Path(cache_root) / "ccache")
+    return args, env
+
+
+def kernel_release(tree, build_dir, args, env):
+    proc = run(["make", "-s", *args, "kernelrelease"], stage="build", cwd=tree, env=env)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
+    """Configure (when the fragments changed) and build bzImage; return the release."""
+    require("make", "make")
+    require("gcc", "gcc")
+    for tool, package in (("bison", "bison"), ("flex", "flex"), ("bc", "bc"),
+                          ("openssl", "openssl"), ("lz4", "lz4")):
+        require(tool, package)
+    args, env = make_args(build_dir, jobs, cache_root)
+    kconfig.configure(tree, build_dir, kconfig.fragments(version_name), log,
+                      [a for a in args if not a.startswith("CC=")])
+    with building(Path(build_dir), log):
+        run(["make", *args, "bzImage", "modules"], stage="build", cwd=tree, env=env, log=log,
+            nice=NICE_LEVEL)
+    return kernel_release(tree, build_dir, args, env)
+
+
+@contextmanager
+def building(build_dir: Path, log):
+    """Mark a make in progress. A make killed mid-way (Ctrl-C, SIGTERM, a
+    timeout) can leave a half-written .<target>.cmd (fixdep writes it in
+    place): the next make then stops with "unterminated variable reference".
+    So a mark still there names an interrupted build, and every .cmd written
+    since it goes: Kbuild rebuilds a target whose .cmd is missing."""
+    mark = build_dir / ".taintport-building"
+    if mark.exists():
+        since = mark.stat().st_mtime
+        dropped = [p for p in build_dir.rglob(".*.cmd") if p.stat().st_mtime >= since]
+        for path in dropped:
+            path.unlink()
+        with open(log, "a") as out:
+            out.write(f"taintport: the last make here was interrupted: {len(dropped)} .cmd "
+                      "files it wrote dropped, their targets are rebuilt\n")
+    mark.write_text(f"{os.getpid()}\n")
+    yield
+    mark.unlink()  # only when make finished: a failed or killed one keeps it
+
+
+def sig_hash(build_dir):
+    return kconfig.read_config(Path(build_dir) / ".config")["CONFIG_MODULE_SIG_HASH"].strip('"')
+
+
+def module_files(folder):
+    """The module files a build left in folder, in the order the guest gets them."""
+    return tuple(sorted(Path(folder).glob("*.ko")))
+
+
+def compile_modules(make, env, out, log):
+    """The test modules (test-matrix/module) built out of tree in out/module-build
+    by make (the command up to its M=: our build dir, or a distribution's
+    headers); returns the .ko files make left there."""
+    src = out / "module-build"
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(MODULE_SRC, src)
+    run([*map(str, make), f"M={src}", "modules"], stage="module", env=env, log=log,
+        nice=NICE_LEVEL)
+    built = sorted(src.glob("*.ko"))
+    if not built:
+        raise RunError("module", f"make built no module in {src}")
+    return built
+
+
+def build_modules(build_dir, out, log, jobs, cache_root):
+    """Every test module built against build_dir, as <m>.ko and as <m>-signed.ko
+    signed with build_dir's key; returns module_files(out)."""
+    args, env = make_args(build_dir, jobs, cache_root)
+    built = compile_modules(["make", "-C", build_dir, *args[1:]], env, out, log)
+    key = Path(build_dir) / "certs" / "signing_key.pem"
+    cert = Path(build_dir) / "certs" / "signing_key.x509"
+    if not key.exists():
+        raise RunError("module", f"{key} missing: the build did not generate a signing key")
+    os.chmod(key, 0o600)
+    # a module dropped from Kbuild must not reach the guest from an older build
+    for stale in module_files(out):
+        stale.unlink()
+    for module in built:
+        unsigned = out / module.name
+        shutil.copy2(module, unsigned)
+        # Sign with the hash the kernel was built for: one it has no code for
+        # would load as unsigned, silently.
+        run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
+             unsigned, out / f"{module.stem}-signed.ko"], stage="module", log=log)
+    return module_files(out)
+
+
+def build_agent(out, release, log):
+    run(["make", "-C", AGENT_SRC, f"OUT={out}", f"KRELEASE={release}"], stage="agent",
+        log=log)
+    agent = Path(out) / "taintport-agent"
+    if not agent.exists():
+        raise RunError("agent", f"{agent} was not built")
+    return agent
+
+
+def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    release = build_kernel(tree, build_dir, version_name, log, jobs, cache_root)
+    bzimage = out / "bzImage"
+    shutil.copy2(Path(build_dir) / "arch" / "x86" / "boot" / "bzImage", bzimage)
+    modules = build_modules(build_dir, out, log, jobs, cache_root)
+    # the agent depends only on its sources and the release, which the
+    # variants share: one build per version and agent sources (make's
+    # timestamps alone would take a newer agent another checkout built into
+    # the shared cache); each variant takes a copy, since its initramfs is
+    # made while the next variant builds
+    agent = out / "taintport-agent"
+    sources = tree_digest(AGENT_SRC)[:16]
+    shutil.copy2(build_agent(out.parent / f"agent-{sources}", release, log), agent)
+    return Artifacts(directory=out, bzimage=bzimage, modules=modules, agent=agent,
+                     release=release)

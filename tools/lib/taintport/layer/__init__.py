@@ -1,0 +1,1 @@
+"""The layer: the family of fixes in SmPL, carried onto a tree, and the patches it gives."""

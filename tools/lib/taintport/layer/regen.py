@@ -1,0 +1,202 @@
+"""The generated part of each quilt series: the layer run on two trees.
+
+`taintport regen` writes, from the semantic patches, one patch per fix:
+  backported/NNNN-<fix>.patch  the layer on the reverted tree (every fix)
+  patched/NNNN-<fix>.patch     the layer on the tree as shipped (the fixes
+                               the version's descriptor says it lacks)
+and lists them in quilt/<version>/series. `taintport regen --check` (run by
+make check) fails when a committed patch differs from a fresh generation,
+when the layer disagrees with the descriptor about which fixes the tree
+ships, when the negative control leaves a fix in place, or when reverted +
+layer is not byte-identical to the tree as shipped + layer.
+
+Both also run the whole layer on the full pre-fix state (the reverted-full
+group: every fix the tree ships removed in every piece, never built) and
+fail, naming the file, unless it gives the tree as shipped back byte for
+byte in every file the layer or that group touches.
+"""
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from taintport.errors import InputError
+from taintport.layer import dep3, engine, fixes
+from taintport.process import require, run
+from taintport.tree import series, versions
+
+# the generated groups, and the variant each is generated on
+GENERATED_ON = {"backported": "reverted", "patched": "upstream"}
+GENERATED = re.compile(r"^(backported|patched)/\d{4}-(?:%s)\.patch$"
+                       % "|".join(re.escape(f.patch_name) for f in fixes.FIXES))
+
+
+@dataclass(frozen=True)
+class FullState:
+    """The whole layer on the full pre-fix state of a tree."""
+    summary: str                # the layer's verdict there: every shipped fix carried
+    seconds: float              # the layer's time (spatch and re-layout)
+    compared: tuple[str, ...]   # the files found byte-identical to the tree as shipped
+
+
+@dataclass(frozen=True)
+class Regenerated:
+    version: str
+    paths: tuple[Path, ...]
+    changed: bool
+    seconds: float
+    upstream: str  # the layer's verdict on the tree as shipped
+    full: FullState | None = None
+
+
+def patch_names(group, layer_patch):
+    """{series name: FixPatch} of the fixes a layer carried, numbered in order."""
+    return {f"{group}/{i:04d}-{fp.fix.patch_name}.patch": fp
+            for i, fp in enumerate(layer_patch.carried, start=1)}
+
+
+def generate_for(tree, quilt_series, version, log, letter="E"):
+    """(layer on upstream, layer on reverted, seconds of the reverted run)."""
+    series.switch(tree, quilt_series, "upstream", log)
+    versions.check_ships(version, tree)
+    on_upstream = engine.generate(tree, letter)
+    series.switch(tree, quilt_series, "reverted", log)
+    start = time.monotonic()
+    on_reverted = engine.generate(tree, letter)
+    seconds = time.monotonic() - start
+    kept = [fp.fix.name for fp in on_reverted.patches if fp.state != "carried"]
+    if kept:
+        raise InputError(f"{version.name}: the layer finds nothing to do for "
+                         f"{', '.join(kept)} on the reverted tree: the negative control "
+                         "does not remove every fix of the family")
+    return on_upstream, on_reverted, seconds
+
+
+def regen(tree, version, quilt_dir, log, check=False, letter="E"):
+    quilt_dir = Path(quilt_dir)
+    directory = quilt_dir / version.name
+    listed = [line.strip() for line in (directory / "series").read_text().splitlines()]
+    old_generated = [name for name in listed if GENERATED.match(name)]
+    quilt_series = series.load(version.name, quilt_dir, may_be_missing=tuple(old_generated))
+    # the reverted tree must not see generated patches while it is generated on
+    on_upstream, on_reverted, seconds = generate_for(tree, quilt_series, version, log, letter)
+    wanted = {**patch_names("backported", on_reverted), **patch_names("patched", on_upstream)}
+    changed = set(wanted) != set(old_generated) or any(
+        not (directory / name).exists()
+        or dep3.body((directory / name).read_text()) != fp.diff
+        for name, fp in wanted.items())
+    if changed and not check:
+        for name in old_generated:
+            if name not in wanted:
+                (directory / name).unlink(missing_ok=True)
+        for name, fp in wanted.items():
+            on = (f"the reverted tree of {version.name}" if name.startswith("backported/")
+                  else f"{version.name} as Debian ships it")
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            (directory / name).write_text(dep3.patch_file(fp, on, letter))
+        _list(directory / "series", old_generated, list(wanted))
+    if not changed:
+        identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
+    full = from_full_state(tree, quilt_series, version, log, letter)
+    return Regenerated(version.name, tuple(directory / n for n in wanted), changed, seconds,
+                       on_upstream.summary, full)
+
+
+def _list(series_file, old, new):
+    """Replace the generated lines of a series file, keeping everything else:
+    each group's lines go right after the comment block that starts with
+    "# <group>/" (one is added when the file has none)."""
+    kept = [line for line in series_file.read_text().splitlines() if line.strip() not in old]
+    for group in ("backported", "patched"):
+        mine = [n for n in new if n.startswith(group + "/")]
+        if not mine:
+            continue
+        at = next((i for i, line in enumerate(kept) if line.startswith(f"# {group}/")), None)
+        if at is None:
+            kept += ["", f"# {group}/: generated by `taintport regen`."]
+            at = len(kept) - 1
+        while at + 1 < len(kept) and kept[at + 1].startswith("#"):
+            at += 1
+        kept[at + 1:at + 1] = mine
+    series_file.write_text("\n".join(kept).rstrip("\n") + "\n")
+
+
+def identical_to_patched(tree, quilt_series, version_name, log):
+    """reverted + layer must give the tree as shipped + layer back, byte for
+    byte: upstream's own text where upstream has a fix."""
+    backported = series.sources(tree, quilt_series, "backported")
+    patched = series.sources(tree, quilt_series, "patched")
+    differ = sorted(p for p in set(backported) | set(patched)
+                    if backported.get(p) != patched.get(p))
+    if differ:
+        raise InputError(f"{version_name}: reverted + layer is not byte-identical to the "
+                         f"tree as shipped + layer in {', '.join(differ)}")
+
+
+class DoesNotApply(InputError):
+    """The hand-written full pre-fix state does not apply to these files (another
+    point release moved them): nothing could be checked, which is not the layer's fault."""
+
+
+def full_state_files(quilt_series) -> set[str]:
+    """The files the full pre-fix state and the layer's pieces live in."""
+    full = quilt_series.for_variant(series.FULL)
+    removed = series.touched_files(quilt_series.directory / p for p in full)
+    return removed | {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
+
+
+def from_full_state(tree, quilt_series, version, log, letter="E"):
+    """The layer carries every fix the tree ships onto the full pre-fix state
+    (series.FULL) and must give the tree as shipped back, byte for byte, in
+    every file it or that group touches. Works on upstream's copies in a
+    scratch folder, so the tree is neither switched nor given new mtimes."""
+    tree = Path(tree)
+    shipped = {rel: series.upstream_copy(tree, rel)
+               for rel in sorted(full_state_files(quilt_series)) if (tree / rel).is_file()}
+    return on_full_state(shipped, quilt_series, version.name, version.ships, log, letter)
+
+
+def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
+    """from_full_state() on the files of a tree as shipped (relative path ->
+    bytes): `check --all-point-releases` has only those, not a whole tree."""
+    require("patch", "patch")
+    full = quilt_series.for_variant(series.FULL)
+    if not full:
+        if ships:
+            raise InputError(f"{quilt_series.directory}: no {series.FULL}/ patches: a "
+                             f"version that ships {', '.join(ships)} needs the "
+                             "full pre-fix state the whole layer is checked on")
+        return FullState("nothing shipped", 0.0, ())
+    removed = series.touched_files(quilt_series.directory / p for p in full)
+    with tempfile.TemporaryDirectory(prefix="taintport-full-") as scratch_name:
+        scratch = Path(scratch_name)
+        for rel, data in shipped.items():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(data)
+        try:
+            series.switch(scratch, quilt_series, series.FULL, log)
+        except InputError as err:
+            raise DoesNotApply(str(err)) from None
+        start = time.monotonic()
+        on_full = engine.generate(scratch, letter, fixes=ships)
+        seconds = time.monotonic() - start
+        kept = [fp.fix.name for fp in on_full.patches if fp.state != "carried"]
+        if kept:
+            raise InputError(f"{name}: the layer finds nothing to do for "
+                             f"{', '.join(kept)} on the full pre-fix state "
+                             f"({series.FULL}/): it does not remove that fix")
+        diff = scratch / series.STATE / "layer.diff"
+        diff.write_text(on_full.diff)
+        proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i",
+                    str(diff)], stage="apply", cwd=scratch, check=False)
+        if proc.returncode != 0:
+            raise InputError(f"{name}: the layer's own diff does not apply to the "
+                             f"full pre-fix state: {proc.stdout}{proc.stderr}".rstrip())
+        compared = sorted(removed | series.touched_files([diff]))
+        differ = [rel for rel in compared if (scratch / rel).read_bytes() != shipped[rel]]
+        if differ:
+            raise InputError(f"{name}: the layer on the full pre-fix state "
+                             f"({series.FULL}/) is not byte-identical to the tree as "
+                             f"shipped in {', '.join(differ)}")
+    return FullState(on_full.summary, seconds, tuple(compared))

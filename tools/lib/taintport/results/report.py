@@ -1,0 +1,144 @@
+"""Results: one cell.json per cell, matrix.json for the run, a table on the terminal.
+
+Every file is written atomically after each cell, so an interrupted run keeps
+every cell it finished.
+"""
+import json
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from taintport.cache import write_atomic
+from taintport.judge.verdict import FixState, Status
+from taintport.layer import fixes
+from taintport.results.cells import Cell, Matrix, exit_code
+from taintport.results.reader import printable
+from taintport.results.reports import kcidb
+from taintport.tree import series
+
+
+def write_cell(out: Path, cell: Cell) -> None:
+    write_atomic(Path(out) / cell.version / cell.variant / "cell.json",
+                 json.dumps(cell.as_json(), indent=2) + "\n")
+
+
+def write_document(out: Path, doc: Matrix) -> None:
+    """matrix.json, with its "kcidb" view computed from the cells."""
+    data = doc.as_json()
+    data["kcidb"] = kcidb.report(doc)
+    write_atomic(Path(out) / "matrix.json", json.dumps(data, indent=2) + "\n")
+
+
+def summary_of(cell: Cell) -> str:
+    if cell.fault:
+        return summary_text(cell) + f" (fault run: taintport.fault={cell.fault}, a harness test)"
+    if cell.reused:
+        return summary_text(cell) + " (reused: inputs unchanged)"
+    if cell.resumed:
+        return summary_text(cell) + " (resumed: kept from the earlier run, inputs unchanged)"
+    return summary_text(cell)
+
+
+def known_bugs(cells: Sequence[Cell]) -> list[str]:
+    """One line per fix a distribution's tree lacks as shipped: the
+    first thing a release engineer reads ("bookworm-6.1 as shipped: ...")."""
+    lines = []
+    for cell in cells:
+        if cell.status is not Status.KNOWN_BUG:
+            continue
+        for name in cell.missing_fixes():
+            fix = fixes.BY_NAME.get(name)
+            what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
+                    f"this tree; taintport carries it: the patched variant)"
+                    if fix else f"fix {name} missing")
+            lines.append(f"{cell.version} {cell.variant} ({as_shipped(cell)}): {what}")
+    return lines
+
+
+def as_shipped(cell: Cell) -> str:
+    """Which build of the tree as shipped a cell booted."""
+    if cell.variant == series.BINARY and cell.inputs:
+        return (f"the distribution's binary, {cell.inputs.package} "
+                f"{cell.inputs.package_version}")
+    return "as shipped"
+
+
+def binaries(cells: Sequence[Cell]) -> list[str]:
+    """One line per distribution binary booted: which package (and checksum),
+    whose build the guest said it was, and whether it agrees with our build
+    of its source, test by test."""
+    lines = []
+    for cell in cells:
+        if cell.variant != series.BINARY:
+            continue
+        inputs = cell.inputs
+        what = (f"{cell.version}: {inputs.package} {inputs.package_version} "
+                f"(.deb sha256 {inputs.deb_sha256[:16]}, vmlinuz sha256 "
+                f"{(inputs.bzimage_sha256 or '-')[:16]})" if inputs else cell.version)
+        if cell.kernel_version:
+            what += f", uname -v \"{cell.kernel_version}\""
+        agree = next((c for c in cell.checks if c.name.startswith(f"{cell.variant}_agrees_with_")),
+                     None)
+        if cell.status is Status.ERROR:
+            lines.append(f"{what}: the run broke ({'; '.join(cell.errors)[:120]})")
+        elif agree is None:
+            lines.append(f"{what}: {cell.status.value}; not compared (no sound "
+                         "cell of our build in this run)")
+        elif agree.matches:
+            lines.append(f"{what}: agrees with our build of its source "
+                         f"({agree.diagnostics[0].removeprefix('host: ')})")
+        else:
+            differ = [d.removeprefix("host: ").split(":", 1)[0] for d in agree.diagnostics]
+            lines.append(f"{what}: DISAGREES with our build of its source on "
+                         f"{len(differ)} test(s): {', '.join(differ)}")
+    return lines
+
+
+def fix_grid(cells: Sequence[Cell]) -> list[tuple[str, str, dict[str, FixState]]]:
+    """[(version, fix, {variant: state})]: each fix's state in each cell's tree."""
+    rows: dict[tuple[str, str], dict[str, FixState]] = {}
+    for cell in cells:
+        for fix, state in cell.fixes.items():
+            rows.setdefault((cell.version, fix), {})[cell.variant] = state
+    return [(version, fix, states) for (version, fix), states in rows.items()]
+
+
+def summary_text(cell: Cell) -> str:
+    if cell.status is Status.ERROR:
+        return "; ".join(cell.errors)[:160]
+    if cell.reused_from:
+        return (f"{len(cell.checks)} checks: the {cell.reused_from} cell's build and "
+                "boot (C sources byte-identical)")
+    wrong = [c.name for c in cell.failing]
+    if wrong:
+        return f"{len(wrong)} check(s) differ: " + ", ".join(wrong[:4]) + \
+            (" ..." if len(wrong) > 4 else "")
+    skipped = sum(1 for c in cell.checks if c.declared_skip)
+    count = f"{len(cell.checks)} checks" + (f" ({skipped} skipped by design)"
+                                            if skipped else "")
+    if cell.status is Status.KNOWN_BUG:
+        return (f"{count}; known bug as shipped: "
+                + ", ".join(cell.missing_fixes()) + " fix missing")
+    failing_ok = sum(1 for c in cell.checks if not c.expected)
+    return (f"{len(cell.checks)} checks; {failing_ok} fail as expected (bug reproduced)"
+            if failing_ok and cell.variant == "reverted" else count)
+
+
+def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:
+    colour = stream.isatty()
+    paint = {Status.AS_EXPECTED.value: "\033[32m", Status.KNOWN_BUG.value: "\033[35m",
+             Status.UNEXPECTED.value: "\033[31m", Status.ERROR.value: "\033[33m"}
+    rows = [("version", "variant", "status", "boot", "detail")]
+    for c in cells:
+        boot = c.timings.boot
+        rows.append((printable(c.version), printable(c.variant), c.status.value,
+                     f"{boot:.1f}s" if boot is not None else "-", printable(summary_of(c))))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for i, r in enumerate(rows):
+        cols = [r[j].ljust(widths[j]) for j in range(4)]
+        if colour and i and r[2] in paint:
+            cols[2] = paint[r[2]] + cols[2] + "\033[0m"
+        print("  ".join(cols) + "  " + r[4], file=stream)
+    counts = {s.value: sum(1 for c in cells if c.status is s) for s in Status}
+    print(f"\n{len(cells)} cells: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+          + f"; exit {exit_code(cells)}", file=stream)

@@ -1,0 +1,1 @@
+"""The reports people already read, each rendered from the matrix document."""

@@ -1,0 +1,110 @@
+"""junit.xml: one testsuite per cell, one testcase per check, for any CI system.
+
+A check that came out wrong is a <failure> (the kernel is wrong); a cell whose
+run broke turns its checks into <error> with the cell's error text, and a
+check the agent never reported is an <error> too (the run is wrong). Each
+cell also gets a "verdict" testcase, so a cell that never booted still shows.
+"""
+import re
+import xml.etree.ElementTree as ET
+
+from taintport.judge.verdict import Check
+from taintport.results.cells import Cell, Matrix, word
+from taintport.results.reader import printable
+from taintport.results.reports import kcidb
+
+# XML 1.0 has no escape for most control characters; console text can hold them
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+TALLIES = ("tests", "failures", "errors", "skipped")
+
+
+def xml_text(text: str) -> str:
+    return NOT_XML.sub("\ufffd", printable(text))
+
+
+def seconds(value: float | None) -> str:
+    return f"{value or 0:.2f}"
+
+
+def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str) -> None:
+    message, text = xml_text(message), xml_text(text)
+    if status is kcidb.Status.FAIL:
+        ET.SubElement(case, "failure", message=message, type="FAIL").text = text
+    elif status in (kcidb.Status.ERROR, kcidb.Status.MISS):
+        ET.SubElement(case, "error", message=message, type=status.value).text = text
+    elif status is kcidb.Status.SKIP:
+        ET.SubElement(case, "skipped", message=message)
+
+
+def check_case(suite: ET.Element, cell: Cell, check: Check, classname: str) -> kcidb.Status:
+    case = ET.SubElement(suite, "testcase", classname=classname, name=check.name)
+    status = kcidb.check_status(cell, check)
+    wanted = f"expected {word(check.expected)}, observed {word(check.observed)}"
+    if status is kcidb.Status.ERROR:
+        message = f"the run broke ({wanted}): " + cell.errors[0].splitlines()[0]
+        text = "\n".join([*cell.errors, *check.diagnostics])
+    elif status is kcidb.Status.MISS:
+        message, text = f"not reported by the agent ({wanted})", "\n".join(cell.errors)
+    elif status is kcidb.Status.SKIP:
+        message, text = "the agent could not observe it", "\n".join(check.diagnostics)
+    else:
+        message, text = wanted, "\n".join(check.diagnostics)
+    outcome(case, status, message, text)
+    return status
+
+
+def verdict_case(suite: ET.Element, cell: Cell, classname: str) -> kcidb.Status:
+    case = ET.SubElement(suite, "testcase", classname=classname, name="verdict",
+                         time=seconds(cell.timings.boot))
+    status = kcidb.cell_status(cell)
+    wrong = [c.name for c in cell.failing]
+    message = (cell.errors[0].splitlines()[0] if cell.errors
+               else f"{len(wrong)} check(s) differ from expectations.toml" if wrong
+               else cell.status.value)
+    outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong))
+    return status
+
+
+def suite_of(root: ET.Element, cell: Cell, started: str | None) -> dict[str, int]:
+    classname = f"{cell.version}.{cell.variant}"
+    suite = ET.SubElement(root, "testsuite", name=classname,
+                          time=seconds(cell.timings.total()))
+    if started:
+        suite.set("timestamp", started.rstrip("Z"))
+    props = ET.SubElement(suite, "properties")
+    values = {"status": cell.status.value, "accelerator": cell.accelerator,
+              **{f"fix.{fix}": state.value for fix, state in cell.fixes.items()},
+              "reused_from": cell.reused_from,
+              "kernel_release": cell.kernel_release,
+              "package_version": cell.inputs.package_version if cell.inputs else None,
+              **{f"timing.{stage}": seconds(s) for stage, s in cell.timings.items()}}
+    for name, value in values.items():
+        if value is not None:
+            ET.SubElement(props, "property", name=name, value=xml_text(str(value)))
+    statuses = [verdict_case(suite, cell, classname)]
+    statuses += [check_case(suite, cell, check, classname) for check in cell.checks]
+    tally = {"tests": len(statuses),
+             "failures": statuses.count(kcidb.Status.FAIL),
+             "errors": statuses.count(kcidb.Status.ERROR) + statuses.count(kcidb.Status.MISS),
+             "skipped": statuses.count(kcidb.Status.SKIP)}
+    for key, count in tally.items():
+        suite.set(key, str(count))
+    return tally
+
+
+def render(doc: Matrix) -> str:
+    root = ET.Element("testsuites", name="taintport")
+    totals = dict.fromkeys(TALLIES, 0)
+    for cell in doc.cells:
+        tally = suite_of(root, cell, doc.run_of(cell).started)
+        totals = {k: totals[k] + tally[k] for k in totals}
+    for key, count in totals.items():
+        root.set(key, str(count))
+    root.set("time", seconds(sum(c.timings.total() for c in doc.cells)))
+    for element in root.iter():
+        # every name and value, not only the guest's text: a hand-edited
+        # matrix.json can put a control character anywhere
+        for key, text in element.attrib.items():
+            element.set(key, xml_text(text))
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

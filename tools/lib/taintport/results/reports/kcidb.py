@@ -1,0 +1,216 @@
+"""A run in KernelCI's KCIDB shape: checkouts -> builds -> tests (I/O schema v4.3).
+
+One checkout per version (the Debian source package plus its quilt series),
+one build per version x variant, one test per check of a cell plus one per
+cell for its verdict. The test statuses defined here are the vocabulary every
+report shares: FAIL is the kernel being wrong, ERROR and MISS the run being
+wrong (see docs/report-schema.md).
+"""
+import enum
+import hashlib
+from typing import Any, Sequence
+
+from taintport.judge.verdict import Check
+from taintport.judge.verdict import Status as Verdict
+from taintport.results.cells import Cell, Matrix, Run, word
+from taintport.tree.series import BINARY
+
+ORIGIN = "taintport"
+SCHEMA_VERSION = {"major": 4, "minor": 3}
+EXCERPT_MAX = 16384  # the schema's maxLength for log_excerpt
+KcidbObject = dict[str, Any]  # an object of the KCIDB schema, as written to matrix.json
+
+
+class Status(str, enum.Enum):
+    """KCIDB test statuses we produce, in KCIDB's priority order. A check the
+    agent skipped (# SKIP: it could not observe the fact) is SKIP; verdict
+    makes its cell an error."""
+    FAIL = "FAIL"
+    ERROR = "ERROR"
+    MISS = "MISS"
+    PASS = "PASS"
+    SKIP = "SKIP"
+
+
+def check_status(cell: Cell, check: Check) -> Status:
+    if check.directive == "SKIP":
+        return Status.SKIP  # the agent said it could not observe the fact
+    if check.observed is None:
+        return Status.MISS
+    if cell.status is Verdict.ERROR:
+        return Status.ERROR  # the run broke: what it did observe is not trusted
+    return Status.PASS if check.matches else Status.FAIL
+
+
+def cell_status(cell: Cell) -> Status:
+    # a known bug of the shipped tree is what its expectations say: the
+    # test passed; misc.fixes and the cell's status say which fix is missing
+    return {Verdict.AS_EXPECTED: Status.PASS, Verdict.KNOWN_BUG: Status.PASS,
+            Verdict.UNEXPECTED: Status.FAIL}.get(cell.status, Status.ERROR)
+
+
+def by_version(cells: Sequence[Cell]) -> dict[str, list[Cell]]:
+    """{version: [its cells]}, in the order of the run."""
+    versions: dict[str, list[Cell]] = {}
+    for cell in cells:
+        versions.setdefault(cell.version, []).append(cell)
+    return versions
+
+
+def evidence(cell: Cell, check: Check) -> tuple[str, ...]:
+    """What the agent printed about a check.
+
+    The agent prints one block of diagnostics before a group of results (the
+    kernel log before the three log_* results, for example), so a check with
+    none of its own shares the block of the check before it in its subtest.
+    """
+    # a host check is a group of its own
+    mode = check.subtest or check.name
+    shown: tuple[str, ...] = ()
+    for other in cell.checks:
+        if (other.subtest or other.name) != mode:
+            continue
+        shown = other.diagnostics or shown
+        if other is check:
+            return shown
+    return check.diagnostics
+
+
+def check_path(name: str) -> str:
+    """unsigned.events_present -> taintport.unsigned.events_present"""
+    return f"{ORIGIN}.{name}"
+
+
+def patchset_hash(digests: list[str]) -> str:
+    """KCIDB: sha256 over the newline-terminated sha256 of each patch, in order."""
+    if not digests:
+        return ""
+    return hashlib.sha256("".join(d + "\n" for d in digests).encode()).hexdigest()
+
+
+def resources(version: str, patches: dict[str, str]) -> list[dict[str, str]]:
+    # a resource name may not hold a directory: reverted/0001-x.patch -> reverted-0001-x.patch
+    return [{"name": p.replace("/", "-"), "url": f"quilt/{version}/{p}"} for p in patches]
+
+
+def compact(obj: KcidbObject) -> KcidbObject:
+    """KCIDB allows no null property: leave out what is unknown."""
+    return {k: v for k, v in obj.items() if v is not None}
+
+
+def built(cell: Cell) -> bool:
+    return cell.timings.build is not None
+
+
+def checkout(version: str, cells: list[Cell], run: Run | Matrix) -> KcidbObject:
+    empty: dict[str, str] = {}
+    series = max((c.inputs.series for c in cells if c.inputs), key=len, default=empty)
+    # the source package is the checkout; a distribution binary's inputs name its image
+    inputs = next((c.inputs for c in cells if c.inputs and c.variant != BINARY),
+                  next((c.inputs for c in cells if c.inputs), None))
+    return compact({
+        "id": f"{ORIGIN}:{version}", "origin": ORIGIN, "tree_name": version,
+        "comment": f"{inputs.package} {inputs.package_version}" if inputs else None,
+        "patchset_files": resources(version, series) if inputs else None,
+        "patchset_hash": patchset_hash(list(series.values())) if inputs else None,
+        "start_time": run.started,
+        # the checkout is the source tree fetched and patched: a cell that took
+        # another's build (patched) still had its tree; the binary needs none
+        "valid": all(c.timings.apply is not None for c in cells if c.variant != BINARY),
+        "misc": compact({"package": inputs.package if inputs else None,
+                         "package_version": inputs.package_version if inputs else None,
+                         "deb_sha256": inputs.deb_sha256 or None if inputs else None,
+                         "patches": series}),
+    })
+
+
+def config_name(cell: Cell) -> str:
+    inputs = cell.inputs
+    if cell.variant == BINARY:
+        # the distribution's build, with the distribution's configuration
+        return f"distribution:{inputs.package}" if inputs else "distribution"
+    fragments = [f.removesuffix(".config") for f in (inputs.fragments if inputs else {})]
+    return "+".join(["tinyconfig"] + fragments)
+
+
+def build(cell: Cell, run: Run | Matrix) -> KcidbObject:
+    version, variant, inputs = cell.version, cell.variant, cell.inputs
+    return compact({
+        "id": f"{ORIGIN}:{version}:{variant}", "origin": ORIGIN,
+        "checkout_id": f"{ORIGIN}:{version}",
+        "comment": f"{version} {variant}",
+        "architecture": "x86_64",
+        "compiler": run.tools.get("gcc"),
+        "config_name": config_name(cell),
+        "input_files": resources(version, inputs.series if inputs else {}),
+        "log_url": cell.logs.build,
+        "duration": cell.timings.build,
+        # a build that never started (fetch or apply broke) is unknown, not invalid
+        "valid": cell.kernel_release is not None if built(cell) else None,
+        "misc": compact({"variant": variant, "kernel_release": cell.kernel_release,
+                         "kernel_version": cell.kernel_version,
+                         "bzimage_sha256": inputs.bzimage_sha256 if inputs else None,
+                         "binaries": inputs.binaries or None if inputs else None,
+                         "fragments": inputs.fragments if inputs else None,
+                         "timings": cell.timings.as_json(),
+                         "reused": cell.reused or None}),
+    })
+
+
+def environment(cell: Cell, run: Run | Matrix) -> KcidbObject:
+    accel = cell.accelerator
+    return {"comment": f"QEMU x86_64 ({accel or 'no boot'})",
+            "misc": compact({"accelerator": accel, "qemu": run.tools.get("qemu")})}
+
+
+def verdict_test(cell: Cell, run: Run | Matrix) -> KcidbObject:
+    version, variant = cell.version, cell.variant
+    excerpt = "\n".join(cell.errors + cell.panic)
+    return compact({
+        "id": f"{ORIGIN}:{version}:{variant}", "origin": ORIGIN,
+        "build_id": f"{ORIGIN}:{version}:{variant}",
+        "path": ORIGIN, "status": cell_status(cell).value,
+        "comment": f"{version} {variant}: {cell.status.value}",
+        "log_url": cell.logs.console if cell.timings.boot is not None else None,
+        "log_excerpt": excerpt[-EXCERPT_MAX:] or None,
+        "duration": cell.timings.boot,
+        "environment": environment(cell, run),
+        "misc": compact({"status": cell.status.value, "errors": cell.errors,
+                         "fixes": {fix: state.value for fix, state in cell.fixes.items()}
+                         or None,
+                         "reused_from": cell.reused_from,
+                         "accelerator": cell.accelerator,
+                         "kernel_release": cell.kernel_release,
+                         "qemu_exit_code": cell.qemu_exit_code,
+                         "reused": cell.reused or None, "resumed": cell.resumed or None}),
+    })
+
+
+def check_test(cell: Cell, check: Check, run: Run | Matrix) -> KcidbObject:
+    version, variant, name = cell.version, cell.variant, check.name
+    expected, observed = word(check.expected), word(check.observed)
+    return compact({
+        "id": f"{ORIGIN}:{version}:{variant}:{name}", "origin": ORIGIN,
+        "build_id": f"{ORIGIN}:{version}:{variant}",
+        "path": check_path(name), "status": check_status(cell, check).value,
+        "comment": f"{name}: expected {expected}, observed {observed}",
+        "log_url": cell.logs.console,
+        "log_excerpt": "\n".join(evidence(cell, check))[-EXCERPT_MAX:] or None,
+        "environment": environment(cell, run),
+        "misc": compact({"expected": expected, "observed": observed,
+                         "accelerator": cell.accelerator}),
+    })
+
+
+def report(doc: Matrix) -> KcidbObject:
+    """The KCIDB view of a matrix document, as stored under its "kcidb" key."""
+    checkouts, builds, tests = [], [], []
+    for version, cells in by_version(doc.cells).items():
+        checkouts.append(checkout(version, cells, doc.run_of(cells[0])))
+        for cell in cells:
+            run = doc.run_of(cell)
+            builds.append(build(cell, run))
+            tests.append(verdict_test(cell, run))
+            tests += [check_test(cell, check, run) for check in cell.checks]
+    return {"version": dict(SCHEMA_VERSION), "checkouts": checkouts, "builds": builds,
+            "tests": tests}

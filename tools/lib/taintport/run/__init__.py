@@ -1,0 +1,1 @@
+"""The run: cells keyed and stored, their stage chain, the workers, progress."""

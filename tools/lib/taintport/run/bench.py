@@ -1,0 +1,277 @@
+"""`make bench`: one measured run of the matrix on this machine, written to docs/benchmarks.md.
+
+Phases, all in a fresh cache of their own (the pinned .debs are linked in,
+so the network is not measured) and with ccache disabled, so that "cold"
+means cold:
+  1. the matrix, every version x variant, versions side by side (--parallel,
+     one cold build at a time);
+  2. one standalone cold build per kernel (what a cell's build stage does:
+     kernel, test modules, agent), one after another: the yardstick (sum of
+     cold builds) and the unit of the naive way;
+  3. a rerun with nothing changed;
+  4. a rerun after touching one semantic patch (its mtime only), and one
+     after editing it (a comment line, restored afterwards): cells are keyed
+     on the generated patches, not on the .cocci files, so neither reruns
+     a cell.
+Each timed step starts after a sync, so none pays for an earlier step's writes.
+The naive way (one cold build per variant of each kernel, then the same
+extraction, initramfs and boot work for each, one after another) is computed
+from phase 2 and the per-cell times of phase 1.
+"""
+import os
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from taintport import REPO
+from taintport.cache import Cache, write_atomic
+from taintport.errors import RunError
+from taintport.kernel import build
+from taintport.layer import engine
+from taintport.results import render
+from taintport.run.matrix import Runner
+from taintport.tree import fetch, series
+
+TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
+
+
+# ext4 without a journal (these machines' root file system) skips inodes
+# freed in the last 60 s, or 360 s while their inode table block is dirty
+# (RECENTCY_MIN and RECENTCY_DIRTY in fs/ext4/ialloc.c), and pays a lookup
+# for each one it skips. Measured here after the bench deleted its scratch
+# trees and builds: extracting 7.3 took 23.6 s (22.4 s system) 4.5 minutes
+# later and 10.6 s (7.4 s system) 6 minutes later. Waiting 61 s was not
+# enough: the matrix's first two extractions then took 36-38 s. So the bench
+# deletes its cache when it ends, after the timing, and a cache left by an
+# interrupted run is deleted and waited out before anything is timed.
+SETTLE_SECONDS = 361
+
+
+def settle(say):
+    quiesce()
+    say(f"bench: waiting {SETTLE_SECONDS} s after deleting the cache an interrupted run "
+        "left, so the file system stops skipping the inodes it just freed")
+    time.sleep(SETTLE_SECONDS)
+
+
+def quiesce():
+    """Write out what earlier steps left in the page cache, outside any timing.
+
+    An extraction leaves 1.1-1.8 GB of dirty pages, and a build more; written
+    back during the next timed step, they would be charged to it (a solo build
+    right after its tree's extraction would make the yardstick look slower and
+    the matrix's ratio look better than it is).
+    """
+    os.sync()
+
+
+def fresh_cache(main, say):
+    bench = Cache(main.root / "bench")
+    if bench.root.exists():
+        shutil.rmtree(bench.root)
+        settle(say)
+    bench.debs().mkdir(parents=True)
+    if main.debs().exists():
+        for deb in main.debs().glob("*.deb"):
+            try:
+                os.link(deb, bench.debs() / deb.name)
+            except OSError:
+                shutil.copy2(deb, bench.debs() / deb.name)
+    return bench
+
+
+def timed(func, *args):
+    quiesce()
+    start = time.monotonic()
+    result = func(*args)
+    return result, time.monotonic() - start
+
+
+def layer_seconds(cache, version):
+    """spatch on the reverted tree, plus quilt pushing the layer's patches."""
+    tree = cache.tree(version)
+    quilt_series = series.load(version.name)
+    log = cache.root / "logs" / f"bench-layer-{version.name}.log"
+    series.switch(tree, quilt_series, "reverted", log)
+    _, spatch = timed(engine.generate, tree)
+    _, quilt = timed(series.switch, tree, quilt_series, "backported", log)
+    return spatch, quilt
+
+
+def extract_seconds(cache, version):
+    """One extraction alone (the matrix fetches ahead, so its own figure hides it).
+
+    The copy stays until the bench ends: deleting it would slow what comes next.
+    """
+    deb = cache.debs() / version.deb_name
+    tmp = Path(tempfile.mkdtemp(dir=cache.root, prefix="bench-extract-"))
+    _, seconds = timed(fetch.extract, deb, version, tmp / version.source_dir,
+                       cache.root / "logs" / "bench-extract.log")
+    return seconds
+
+
+def solo_cold_build(cache, version):
+    """What a cell's build stage does (`taintport build`: the kernel, the test
+    modules and the agent), from an empty folder, alone on the machine."""
+    tree = cache.tree(version)
+    series.switch(tree, series.load(version.name), "upstream",
+                  cache.root / "logs" / "bench-solo.log")
+    folder = cache.root / "solo" / version.name
+    _, seconds = timed(build.build_variant, tree, folder / "build", version.name,
+                       folder / "artifacts" / "upstream",
+                       cache.root / "logs" / f"bench-solo-{version.name}.log",
+                       build.default_jobs(), cache.root)
+    return seconds  # folder stays until the bench ends, like the extractions
+
+
+def run(main_cache, chosen, out, parallel=2):
+    os.environ["CCACHE_DISABLE"] = "1"
+    say = print
+    cache = fresh_cache(main_cache, say)
+    say("bench phase 1: the matrix, cold")
+    runner = Runner(cache, out / "cold", parallel=parallel)
+    code, wall = timed(runner.run, chosen, list(series.VARIANTS))
+    cells = runner.ordered_cells()
+    render.render_all(out / "cold", render.load(out / "cold"))
+    if code != 0:
+        raise RunError("bench", f"the cold matrix did not come out as expected (exit {code}); "
+                       f"see {out / 'cold'}")
+    say("bench phase 2: one standalone cold build per kernel")
+    solo = {}
+    layers = {}
+    extracts = {}
+    for version in chosen:
+        with cache.locked(version.name):
+            fetch.fetch(cache, version, cache.root / "logs" / "bench-fetch.log")
+            extracts[version.name] = extract_seconds(cache, version)
+            solo[version.name] = solo_cold_build(cache, version)
+            layers[version.name] = layer_seconds(cache, version)
+    say("bench phase 3: rerun, nothing changed")
+    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen,
+                    list(series.VARIANTS))
+    say("bench phase 4: rerun after touching one semantic patch")
+    os.utime(TOUCHED)
+    _, touched = timed(Runner(cache, out / "touched", parallel=parallel).run, chosen,
+                       list(series.VARIANTS))
+    say("bench phase 4b: rerun after editing one semantic patch")
+    original = TOUCHED.read_bytes()
+    try:
+        TOUCHED.write_bytes(original + b"// bench: an edit that changes no rule\n")
+        edited_runner = Runner(cache, out / "edited", parallel=parallel)
+        code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
+    finally:
+        TOUCHED.write_bytes(original)
+    rerun = sum(1 for c in edited_runner.ordered_cells() if not c.reused)
+    if code != 0:
+        raise RunError("bench", f"the rerun after the edit exited {code}; see {out / 'edited'}")
+    # The cells' reports and logs are in out already; the bench's own logs
+    # (solo builds, extractions, layers) join them. The rest of the cache is
+    # scratch, and deleting it at the start of the next run would slow that
+    # run's first extractions.
+    shutil.copytree(cache.root / "logs", out / "logs", dirs_exist_ok=True)
+    shutil.rmtree(cache.root)
+    return table(chosen, cells, wall, solo, layers, extracts, warm, touched,
+                 (edited, rerun), parallel)
+
+
+def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
+    by = {c.where: c.timings.as_json() for c in cells}
+    taken = {c.where: c.reused_from for c in cells if c.reused_from}
+
+    def rebuild(version, variant):
+        """A rebuild's seconds, or whose build the cell took (backported on a
+        tree that ships every fix is upstream's kernel)."""
+        other = taken.get((version, variant))
+        return f"{other}'s" if other else f"{by[(version, variant)]['build']:.1f}"
+    boots_seen = [c.timings.boot for c in cells if c.timings.boot is not None]
+    rows = []
+    naive = 0.0
+    for v in chosen:
+        t = {var: by[(v.name, var)] for var in series.VARIANTS}
+        # a cell that reused another's build and boot (patched, and backported
+        # where the tree ships every fix) has none of its own; the naive way
+        # would have built and booted it like that one
+        boots = [t[var]["boot"] for var in series.VARIANTS if "boot" in t[var]]
+        dracut = [t[var]["initramfs"] for var in series.VARIANTS if "initramfs" in t[var]]
+        spatch, quilt = layers[v.name]
+        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t['upstream']['build']:.0f} | "
+                    f"{rebuild(v.name, 'reverted')} | {rebuild(v.name, 'backported')} | "
+                    f"{max(dracut):.1f} | {max(boots):.1f} | {spatch + quilt:.1f} "
+                    f"({spatch:.1f} + {quilt:.1f}) | {extracts[v.name]:.1f} | "
+                    f"{t['upstream']['fetch']:.1f} |")
+        naive += len(series.VARIANTS) * (solo[v.name] + max(boots) + max(dracut)) \
+            + extracts[v.name]
+    cold_sum = sum(solo.values())
+    ratio = wall / cold_sum
+    worst_boot = max(boots_seen)
+    reused = sum(1 for c in cells if c.reused_from)
+    worst_layer = max(s + q for s, q in layers.values())
+    text = f"""# Benchmarks
+
+Written by `make bench` ({time.strftime('%Y-%m-%d')}) from one run on this machine:
+{os.cpu_count()} cores, {platform.machine()}, QEMU accelerator
+`{cells[0].accelerator}`, ccache disabled so cold builds are cold, the
+pinned .debs already downloaded (the network is not measured), each timed
+step started after a sync (none pays for an earlier step's writes). The matrix ran
+{len(cells)} cells with `--parallel {parallel}` (kernels side by side, one cold build at a
+time); {reused} of them
+took another variant's build and boot (their C sources byte-identical and
+the same checks expected; a rebuild column naming a variant is one of them).
+
+## Per kernel (seconds)
+
+| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | initramfs (max) | boot + test (max) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
+|---|---|---|---|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+A cold build is what a cell's build stage does: the kernel, the test modules
+and the agent. "cold build, in the matrix" shares the cores with the other
+kernel's rebuilds, dracut and boots; "alone" is the yardstick below. "initramfs" is
+dracut for a kernel's first cell; the others append their own files to that
+image. A cell boots while the next variant of its kernel builds, and every build
+waits (stopped) while a guest boots. "fetch, in the
+matrix" is what the kernel's worker waited for: the first two extract
+(one after the other), the rest were fetched ahead during earlier builds.
+
+## The run
+
+| measure | value | target |
+|---|---|---|
+| matrix wall time, cold | {wall:.0f} s | |
+| sum of one cold build per kernel (alone) | {cold_sum:.0f} s | |
+| ratio matrix wall / sum of cold builds | **{ratio:.2f}** | <= 1.15 |
+| rerun with nothing changed | **{warm:.1f} s** | <= 90 s |
+| rerun after touching `{TOUCHED.relative_to(REPO)}` (mtime) | {touched:.1f} s | |
+| rerun after editing it (one comment line; {edited[1]} cells ran again) | {edited[0]:.0f} s | |
+| worst boot + test of a cell ({cells[0].accelerator}) | **{worst_boot:.1f} s** | <= 6 s |
+| worst layer time of a tree | **{worst_layer:.1f} s** | <= 5 s |
+| naive way: one cold build, dracut and boot per variant of each kernel + the extraction, one after another (computed) | {naive:.0f} s | |
+| speed-up over the naive way | **{naive / wall:.1f}x** | >= 2.5x |
+
+A rerun reuses each cell whose inputs (package checksum, what the version
+ships, the variant's series with its generated patches, fragments, test
+matrix, tool versions) hash to a stored result; touching or editing a semantic
+patch without changing the patches it generates changes none of them (make
+check's `regen --check` catches an edit whose patches were not regenerated).
+The fragments include `kconfigs/livepatch.config` (CONFIG_LIVEPATCH with
+FUNCTION_TRACER, DYNAMIC_FTRACE, KALLSYMS_ALL, UNWINDER_ORC) on every kernel.
+"""
+    return text
+
+
+BENCHMARKS = REPO / "docs" / "benchmarks.md"
+# Measurements that are not a `make bench` run (a cost measured by hand, a
+# reason for a choice) go below this line; a new run keeps them.
+KEPT = "<!-- Below this line: written by hand, kept by make bench. -->"
+
+
+def write(text, path=BENCHMARKS):
+    """The run's tables, then whatever the file held below KEPT."""
+    try:
+        old = path.read_text()
+    except FileNotFoundError:
+        old = ""
+    kept = old[old.index(KEPT):] if KEPT in old else KEPT + "\n"
+    write_atomic(path, text.rstrip("\n") + "\n\n" + kept)

@@ -1,0 +1,1 @@
+"""The tree: version descriptors, the pinned source fetched, variants as quilt prefixes."""

@@ -1,0 +1,291 @@
+"""Variants of a tree, each a prefix of one quilt series applied with --fuzz=0.
+
+quilt/<version>/series lists patches in groups, one folder per group:
+  reverted/...    the negative control: every fix the tree ships removed,
+                  written by hand
+  backported/...  the layer on the reverted tree: generated from
+                  semantic-patches/ (+ fixups)
+  patched/...     the layer on the tree as shipped: generated, what a
+                  distribution puts in debian/patches (empty where the tree
+                  ships every fix)
+  reverted-full/...  every fix the tree ships removed in every piece (the
+                  full pre-fix state), written by hand; never built or
+                  booted: `taintport regen` runs the whole layer on it and
+                  wants the tree as shipped back, byte for byte
+`upstream` applies nothing, `reverted` the reverted group, `backported`
+reverted and backported, `patched` the patched group alone. The matrix
+builds those four (VARIANTS); `reverted-full` is a state of the tree that
+only regen puts a scratch copy in. The matrix's fifth variant, `shipped`
+(BINARY), has no series: it boots the distribution's own build of the tree
+as shipped (binary.py); MATRIX names all five in the order reports show
+them, the distribution's binary next to our build of its source.
+
+Switching variant pops everything (restoring quilt's backups) and pushes the
+new prefix. A push that fails is popped again, so the tree is never left
+half-patched. Every file a patch touches gets a fresh mtime on every switch:
+quilt restores backups with their old times, which would let make skip a
+rebuild of a file that changed back.
+"""
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from taintport import REPO
+from taintport.errors import InputError
+from taintport.process import appending, require, run
+
+QUILT_DIR = REPO / "quilt"
+VARIANTS = ("upstream", "reverted", "backported", "patched")
+BINARY = "shipped"
+MATRIX = ("upstream", BINARY, "reverted", "backported", "patched")
+FULL = "reverted-full"
+GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported"),
+          "patched": ("patched",), FULL: (FULL,)}
+GROUP_ORDER = ("reverted", "backported", "patched", FULL)
+# what the matrix's variants apply: the only groups a switch between them changes
+BUILT_GROUPS = frozenset(g for v in VARIANTS for g in GROUPS[v])
+STATE = ".taintport"
+
+
+@dataclass(frozen=True)
+class Series:
+    directory: Path
+    patches: tuple  # "group/name.patch", in series order
+
+    def for_variant(self, variant):
+        """The patches of a variant, or of the FULL state, in series order."""
+        if variant != FULL:
+            check_variant(variant)
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in GROUPS[variant])
+
+    def built(self):
+        """The patches some variant applies: the FULL group is never built."""
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in BUILT_GROUPS)
+
+
+def check_variant(variant):
+    if variant not in VARIANTS:
+        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(VARIANTS)}")
+
+
+def check_matrix_variant(variant):
+    """A variant the matrix runs: one of the series' or the distribution's binary."""
+    if variant not in MATRIX:
+        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(MATRIX)}")
+
+
+def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
+    """The series of a version; patches named in may_be_missing are left out
+    when absent (regen is about to write them)."""
+    directory = Path(quilt_dir) / version_name
+    series_file = directory / "series"
+    if not series_file.is_file():
+        raise InputError(f"{series_file}: no quilt series for version '{version_name}'")
+    patches = []
+    for number, raw in enumerate(series_file.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = line.split()[0]
+        group = name.split("/", 1)[0]
+        where = f"{series_file}:{number}"
+        if group not in GROUP_ORDER or "/" not in name:
+            raise InputError(f"{where}: '{name}' is not in a group folder "
+                             f"({', '.join(g + '/' for g in GROUP_ORDER)})")
+        if not (directory / name).is_file():
+            if name in may_be_missing:
+                continue
+            raise InputError(f"{where}: patch file {directory / name} does not exist")
+        if len(line.split()) > 1:
+            raise InputError(f"{where}: per-patch options are not allowed (we always "
+                             "apply with -p1 --fuzz=0)")
+        patches.append(name)
+    order = [p.split("/", 1)[0] for p in patches]
+    if order != sorted(order, key=GROUP_ORDER.index):
+        raise InputError(f"{series_file}: groups must come in the order "
+                         f"{', '.join(g + '/' for g in GROUP_ORDER)}")
+    return Series(directory=directory, patches=tuple(patches))
+
+
+def touched_files(patch_paths):
+    """Files a set of patch files modify (from their +++ lines, -p1)."""
+    files = set()
+    for path in patch_paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if line.startswith("+++ "):
+                name = line[4:].split("\t", 1)[0].strip()
+                if name != "/dev/null":
+                    files.add(name.split("/", 1)[1])
+    return files
+
+
+def _quilt(tree, args, log, check=True):
+    """Run quilt; its output is returned and also appended to log."""
+    env = {"QUILT_PATCHES": f"{STATE}/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
+    proc = run(["quilt", "--quiltrc=-", *args], stage="apply", cwd=tree, env=env,
+               check=check)
+    if log:
+        with appending(log) as out:
+            out.write(f"$ quilt {' '.join(args)}\n{proc.stdout}{proc.stderr}")
+    return proc
+
+
+def current_variant(tree):
+    marker = Path(tree) / STATE / "variant"
+    return marker.read_text().strip() if marker.exists() else "upstream"
+
+
+def _applied_prefix(tree, series, wanted):
+    """(how many of wanted are applied already, in order, each as the series
+    has it now; how many patches are applied): reverted -> backported pushes
+    only the layer (a quilt push is about 0.3 s on these trees, and the
+    layer's time is a target)."""
+    applied_list = Path(tree) / ".pc" / "applied-patches"
+    applied = applied_list.read_text().split() if applied_list.exists() else []
+    copies = Path(tree) / STATE / "patches"
+    kept = 0
+    for have, want in zip(applied, wanted):
+        copy = copies / have
+        if have != want or not copy.is_file() or \
+                copy.read_bytes() != (series.directory / want).read_bytes():
+            break
+        kept += 1
+    return kept, len(applied)
+
+
+def _pop_all(tree, log):
+    if (Path(tree) / ".pc" / "applied-patches").exists():
+        _quilt(tree, ["pop", "-a", "-f", "-q"], log)
+
+
+def failed_hunks(output, patch_file):
+    """The text of each hunk quilt reported as FAILED, so the error can show it."""
+    failed: dict[str, list[int]] = {}
+    current = None
+    for line in output.splitlines():
+        m = re.match(r"patching file (\S+)", line)
+        if m:
+            current = m.group(1)
+        m = re.match(r"Hunk #(\d+) FAILED", line)
+        if m and current:
+            failed.setdefault(current, []).append(int(m.group(1)))
+    shown = []
+    hunks: dict[str, list[list[str]]] = {}
+    file_ = None
+    for line in Path(patch_file).read_text(errors="replace").splitlines():
+        if line.startswith("+++ "):
+            file_ = line[4:].split("\t", 1)[0].split("/", 1)[-1]
+            hunks[file_] = []
+        elif line.startswith("@@") and file_ is not None:
+            hunks[file_].append([line])
+        elif file_ is not None and hunks[file_] and line[:1] in (" ", "+", "-", "\\"):
+            hunks[file_][-1].append(line)
+    for name, numbers in failed.items():
+        for n in numbers:
+            if name in hunks and n <= len(hunks[name]):
+                shown.append(f"{name}, hunk #{n}:\n" + "\n".join(hunks[name][n - 1]))
+    return "\n".join(shown)
+
+
+def switch(tree, series, variant, log):
+    """Bring tree to variant; returns the files the series touches."""
+    require("quilt", "quilt")
+    tree = Path(tree)
+    wanted = series.for_variant(variant)
+    state = tree / STATE
+    old_patches = list((state / "patches").glob("*/*.patch")) if (state / "patches").exists() else []
+    stale = touched_files(old_patches)
+
+    keep, applied = _applied_prefix(tree, series, wanted)
+    if not keep:
+        _pop_all(tree, log)
+    elif keep < applied:
+        _quilt(tree, ["pop", "-f", "-q", wanted[keep - 1]], log)
+    if (state / "patches").exists():
+        shutil.rmtree(state / "patches")
+    (state / "patches").mkdir(parents=True)
+    (state / "variant").write_text("upstream\n")
+    for name in wanted:
+        dest = state / "patches" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(series.directory / name, dest)
+    (state / "patches" / "series").write_text("".join(f"{p}\n" for p in wanted))
+
+    for name in wanted[keep:]:
+        proc = _quilt(tree, ["push", "--fuzz=0"], log, check=False)
+        if proc.returncode != 0:
+            _pop_all(tree, log)
+            hunks = failed_hunks(proc.stdout + proc.stderr, series.directory / name)
+            raise InputError(f"{series.directory / name} does not apply to {tree} without "
+                             f"fuzz (variant {variant}); the tree was left as upstream"
+                             + (f"\n{hunks}" if hunks else ""))
+    (state / "variant").write_text(f"{variant}\n")
+
+    # not the FULL group's files (panic.h, kernel.h): no variant changes them, and
+    # a fresh mtime there would make the next build of every variant nearly cold
+    touched = stale | touched_files(series.directory / p for p in {*series.built(), *wanted})
+    now = time.time()
+    for name in touched:
+        if (tree / name).exists():
+            os.utime(tree / name, (now, now))
+    return touched
+
+
+def upstream_copy(tree, path):
+    """The upstream content of a file quilt has patched: the first backup of it in .pc."""
+    tree = Path(tree)
+    applied = tree / ".pc" / "applied-patches"
+    if applied.exists():
+        for patch in applied.read_text().split():
+            backup = tree / ".pc" / patch / path
+            if backup.exists():
+                return backup.read_bytes()
+    return (tree / path).read_bytes()
+
+
+def differs_from_upstream(tree, paths):
+    """Which of paths (C sources and headers) are not byte-identical to upstream."""
+    tree = Path(tree)
+    return sorted(p for p in paths if p.endswith((".c", ".h"))
+                  and (tree / p).read_bytes() != upstream_copy(tree, p))
+
+
+def sources(tree, series, variant):
+    """{path: bytes} of the C files the built variants' patches touch, as
+    variant has them.
+
+    Made from upstream's copies and the variant's patches in a scratch
+    folder with patch(1) --fuzz=0, so the tree itself is not switched:
+    two variants can be compared while a third is being built.
+    """
+    require("patch", "patch")
+    tree = Path(tree)
+    touched = sorted(p for p in touched_files(series.directory / n for n in series.built())
+                     if p.endswith((".c", ".h")))
+    with tempfile.TemporaryDirectory(prefix="taintport-sources-") as scratch_name:
+        scratch = Path(scratch_name)
+        for rel in touched:
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(upstream_copy(tree, rel))
+        for name in series.for_variant(variant):
+            proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s",
+                        "-i", str(series.directory / name)], stage="apply", cwd=scratch,
+                       check=False)
+            if proc.returncode != 0:
+                raise InputError(f"{series.directory / name} does not apply to the "
+                                 f"upstream copies of {tree} without fuzz (variant "
+                                 f"{variant}): {proc.stdout}{proc.stderr}".rstrip())
+        return {rel: (scratch / rel).read_bytes() for rel in touched}
+
+
+def source_digest(files):
+    """One sha256 over {path: bytes}: equal digests, byte-identical sources."""
+    h = hashlib.sha256()
+    for rel in sorted(files):
+        h.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return h.hexdigest()
