@@ -22,11 +22,11 @@ from pathlib import Path
 
 from taintport import names
 from taintport.cache import Cache
+from taintport.digest import tree_digest
 from taintport.errors import InputError, RunError
 from taintport.kernel import build
 from taintport.kernel.build import Artifacts
 from taintport.process import appending, require, run
-from taintport.run.store import tree_digest
 from taintport.tree import fetch, versions
 from taintport.tree.versions import Binary, Pin, RELEASE, Version
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
+from taintport.digest import tree_digest
 from taintport.errors import RunError
 from taintport.kernel import kconfig
 from taintport.process import NICE_LEVEL, require, run
-from taintport.run.store import tree_digest
 
 MODULE_SRC = REPO / "test-matrix" / "module"
 AGENT_SRC = REPO / "test-matrix" / "agent"

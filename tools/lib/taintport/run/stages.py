@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from taintport.cache import Cache
+from taintport.digest import sha256_of
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
 from taintport.kernel import binary, boot, build, initramfs
@@ -25,7 +26,6 @@ from taintport.kernel.build import Artifacts
 from taintport.results.cells import Cell, Inputs, fault_in
 from taintport.run.progress import Progress
 from taintport.tree import series
-from taintport.tree.fetch import sha256_of
 from taintport.tree.versions import Binary, Version
 
 T = TypeVar("T")

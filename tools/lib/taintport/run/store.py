@@ -18,6 +18,7 @@ from pathlib import Path
 
 from taintport import REPO
 from taintport.cache import Cache
+from taintport.digest import sha256_of, tree_digest
 from taintport.errors import InputError, TaintportError
 from taintport.judge import verdict
 from taintport.kernel import boot, kconfig
@@ -25,18 +26,9 @@ from taintport.kernel.boot import Accel
 from taintport.results import reader, report
 from taintport.results.cells import Cell, Inputs, Matrix
 from taintport.tree import series
-from taintport.tree.fetch import sha256_of
 from taintport.tree.versions import Version
 
 CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
-
-
-def tree_digest(folder: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(p for p in Path(folder).rglob("*") if p.is_file()
-                    and "__pycache__" not in p.parts and "out" not in p.parts):
-        h.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()
 
 
 def tool_versions() -> dict[str, str]:

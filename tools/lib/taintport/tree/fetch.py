@@ -7,7 +7,6 @@ is the one the suite's Packages index publishes) before anything is
 extracted, and extraction goes to a temporary folder renamed into place, so
 an interrupted run never leaves a tree that looks complete.
 """
-import hashlib
 import os
 import re
 import shutil
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport.cache import held
+from taintport.digest import sha256_of
 from taintport.errors import InputError, RunError
 from taintport.process import STOPPING, appending, reap, require, run, spawn
 
@@ -38,14 +38,6 @@ class Fetched:
     tree: Path
     sha256: str
     reused: bool
-
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class PrivateApt:
