@@ -82,7 +82,50 @@ def test_log_lines_carry_the_run_elapsed_time(monkeypatch):
         "[0:01:23] accelerator: tcg (no /dev/kvm)",
         "[0:01:23] [bookworm-6.1 upstream] as-expected (reused)",
     ]
-    assert shown.ticker is None, "no redraws in a log"
+    assert "\r" not in out.getvalue(), "no redraws in a log"
+
+
+def test_log_heartbeat_for_each_running_stage_and_none_when_idle(tmp_path):
+    """A cold build prints nothing for 20 minutes; in a log each running stage
+    says it is still running at most once a heartbeat, with the estimate, and
+    nothing comes while no stage runs."""
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"sid-7.2 upstream build": 1380.0}))
+    out = io.StringIO()
+    shown = progress.Progress(2, stream=out, costs_path=costs, tick=0.02, heartbeat=0.25)
+    shown.started -= 1260  # the run began 21 minutes ago ...
+    shown.stage("sid-7.2 upstream", "build")
+    with shown.lock:  # ... and so did the build
+        shown.active["sid-7.2 upstream"] = ("build", shown.active["sid-7.2 upstream"][1] - 1200)
+    shown.stage("bookworm-6.1 reverted", "boot")
+    time.sleep(0.6)
+    shown.done("sid-7.2 upstream", "known-bug")
+    shown.done("bookworm-6.1 reverted", "as-expected")
+    quiet_from = len(out.getvalue())
+    time.sleep(0.6)
+    shown.close()
+    lines = out.getvalue().splitlines()
+    beats = [line for line in lines if re.search(r"\] (build|boot) \d", line)]
+    assert re.fullmatch(r"\[0:21:0\d\] \[sid-7.2 upstream\] build 20m \(~3m left\)", beats[0])
+    upstream = [line for line in beats if "sid-7.2 upstream" in line]
+    reverted = [line for line in beats if "bookworm-6.1 reverted" in line]
+    assert 1 <= len(upstream) <= 3 and 1 <= len(reverted) <= 3, \
+        "one line per running stage per heartbeat, not one per tick"
+    assert reverted[0].endswith("] [bookworm-6.1 reverted] boot 0s"), "no estimate: none measured"
+    assert out.getvalue()[quiet_from:] == "", "nothing while nothing runs"
+
+
+def test_a_stage_line_restarts_its_heartbeat():
+    out = io.StringIO()
+    shown = progress.Progress(1, stream=out, tick=0.02, heartbeat=0.4)
+    shown.stage("bookworm-6.1 upstream", "apply")
+    time.sleep(0.25)
+    shown.stage("bookworm-6.1 upstream", "build")
+    time.sleep(0.25)
+    shown.close()
+    assert [line.split("] ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "[bookworm-6.1 upstream] apply", "[bookworm-6.1 upstream] build"], \
+        "no stage ran a whole heartbeat without a line"
 
 
 def test_ci_set_means_a_log_even_on_a_terminal(monkeypatch):
@@ -108,3 +151,5 @@ def test_clock_and_span():
     assert progress.clock(3725.9) == "1:02:05"
     assert progress.span(59.4) == "59s"
     assert progress.span(245) == "4m05s"
+    assert progress.span(1230, coarse=True) == "20m"
+    assert progress.span(42, coarse=True) == "42s"
