@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from consumer_checks import junit_problems, kcidb_problems
 from taintport.cache import Cache
 from taintport.judge import verdict
 from taintport.tree import versions
@@ -92,6 +93,22 @@ def test_four_variants_as_expected(run):
     images = {v: c["inputs"]["bzimage_sha256"] for v, c in cells.items()}
     assert images["reverted"] != images["upstream"] != images["backported"]
     assert images["patched"] == images["backported"]
+
+
+def test_the_run_passes_the_consumers_checkers(run):
+    """The real run's matrix.json KCIDB view against KernelCI's schema (its
+    URLs the results folder's own file:// URLs, each leading to a file) and
+    its junit.xml against junit-10.xsd."""
+    out, proc, cells = run
+    view = json.loads((out / "matrix.json").read_text())["kcidb"]
+    assert kcidb_problems(view) == []
+    logs = [obj["log_url"] for kind in ("builds", "tests") for obj in view[kind]
+            if "log_url" in obj]
+    patches = [f["url"] for f in view["checkouts"][0]["patchset_files"]]
+    prefix = out.resolve().as_uri() + "/"
+    for url in logs + patches:
+        assert url.startswith(prefix) and (out / url[len(prefix):]).is_file(), url
+    assert junit_problems(out / "junit.xml") == []
 
 
 def test_debian_binary_boots_beside_our_build(run):

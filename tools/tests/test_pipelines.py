@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from consumer_checks import junit_problems, kcidb_problems
 from taintport import ci
 from taintport import REPO
 from taintport.run import provoke
@@ -106,6 +107,16 @@ def test_pipeline_as_the_kernels_are_matches_a_direct_run(project, tmp_path):
     direct_cases = ET.parse(direct / "junit.xml").getroot().iter("testcase")
     assert sorted(c.get("name") for c in cases) == sorted(c.get("name") for c in direct_cases)
     assert VERSION in (merged / "index.html").read_text()
+    # what KernelCI and junit-10.xsd consumers get from the pipeline: the merged
+    # view's URLs the report job's artifacts (gitlab-ci-local's CI_JOB_URL), the
+    # kernel job's its own
+    for folder, job in ((merged, "report"), (project / "results" / VERSION, KERNEL_JOB)):
+        view = json.loads((folder / "matrix.json").read_text())["kcidb"]
+        assert kcidb_problems(view) == [], folder
+        build_log = view["builds"][0]["log_url"]
+        assert re.fullmatch(rf"https://\S+/-/jobs/\d+/artifacts/raw/results/{folder.name}/"
+                            rf"{VERSION}/upstream/build\.log", build_log), (job, build_log)
+        assert junit_problems(folder / "junit.xml") == [], folder
 
 
 def test_a_kernel_regression_fails_the_kernel_job_with_1(project, tmp_path):

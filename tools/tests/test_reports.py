@@ -54,6 +54,9 @@ KCIDB_FIELDS = {
                "misc"}, {"build_id", "id", "origin"}),
 }
 KCIDB_STATUSES = {"FAIL", "ERROR", "MISS", "PASS", "DONE", "SKIP"}
+# where a CI job published its results folder (GitLab: $CI_JOB_URL/artifacts/raw/...)
+BASE = "https://ci.example.org/jobs/7/artifacts/raw/results/bookworm-6.1"
+WHERE = kcidb.Artifacts(BASE)
 
 
 @pytest.fixture
@@ -123,7 +126,7 @@ def test_readme_sample_is_the_bookworm_run(bookworm):
 # KCIDB
 
 def test_kcidb_objects_use_only_schema_fields(trixie):
-    doc = kcidb.report(trixie)
+    doc = kcidb.report(trixie, WHERE)
     assert doc["version"] == {"major": 4, "minor": 3}
     for kind, (allowed, required) in KCIDB_FIELDS.items():
         for obj in doc[kind]:
@@ -138,7 +141,7 @@ def test_kcidb_objects_use_only_schema_fields(trixie):
 
 
 def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
-    doc = kcidb.report(bookworm)
+    doc = kcidb.report(bookworm, WHERE)
     assert [c["tree_name"] for c in doc["checkouts"]] == ["bookworm-6.1"]
     assert [b["id"] for b in doc["builds"]] == [
         "taintport:bookworm-6.1:upstream", "taintport:bookworm-6.1:shipped",
@@ -153,15 +156,15 @@ def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
     assert build["compiler"] == bookworm.tools["gcc"]
     assert build["config_name"] == "tinyconfig+base+livepatch"
     assert build["valid"] is True
-    assert build["log_url"] == "bookworm-6.1/upstream/build.log"
+    assert build["log_url"] == f"{BASE}/bookworm-6.1/upstream/build.log"
     assert build["duration"] == cell(bookworm, "upstream").timings.build
 
 
 def test_kcidb_patchset_is_the_versions_series(bookworm):
-    checkout = kcidb.report(bookworm)["checkouts"][0]
+    checkout = kcidb.report(bookworm, WHERE)["checkouts"][0]
     series = cell(bookworm, "backported").inputs.series
     assert [f["url"] for f in checkout["patchset_files"]] == [
-        f"quilt/bookworm-6.1/{p}" for p in series]
+        f"{BASE}/bookworm-6.1/patches/{p}" for p in series]
     assert all("/" not in f["name"] for f in checkout["patchset_files"])
     # `sha256sum *.patch | cut -c-64 | sha256sum`, as the schema defines it
     listing = "".join(d + "\n" for d in series.values())
@@ -177,14 +180,14 @@ def test_kcidb_checkout_is_valid_when_every_tree_was_patched(bookworm):
     reusing = dataclasses.replace(backported, variant="patched", reused_from="backported",
                                   timings=Timings(fetch=0.1, apply=0.01))
     doc = Matrix(cells=[*bookworm.cells, reusing], tools=bookworm.tools)
-    assert kcidb.report(doc)["checkouts"][0]["valid"] is True
+    assert kcidb.report(doc, WHERE)["checkouts"][0]["valid"] is True
     unpatched = dataclasses.replace(reusing, timings=Timings(fetch=0.1))
     doc = Matrix(cells=[*bookworm.cells, unpatched], tools=bookworm.tools)
-    assert kcidb.report(doc)["checkouts"][0]["valid"] is False
+    assert kcidb.report(doc, WHERE)["checkouts"][0]["valid"] is False
 
 
 def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
-    tests = {t["id"]: t for t in kcidb.report(trixie)["tests"]}
+    tests = {t["id"]: t for t in kcidb.report(trixie, WHERE)["tests"]}
     unexpected = "taintport:trixie-6.12:backported"
     assert tests[unexpected]["status"] == "FAIL"
     failing = sorted(t["path"] for i, t in tests.items()
@@ -214,7 +217,7 @@ def test_kcidb_what_a_broken_run_did_observe_is_error_not_pass(trixie):
 
 def test_kcidb_log_checks_carry_the_kernel_log_block():
     doc = render.load(TRIXIE)
-    bad_taint = next(t for t in kcidb.report(doc)["tests"]
+    bad_taint = next(t for t in kcidb.report(doc, WHERE)["tests"]
                      if t["id"] == "taintport:trixie-6.12:backported:unsigned.log_no_bad_taint")
     assert "module has bad taint" in bad_taint["log_excerpt"]
 
@@ -227,7 +230,7 @@ def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
         timings=Timings(fetch=1.0, apply=0.1, build=20.0))
     unfetched = dataclasses.replace(failed, variant="reverted", inputs=None,
                                     timings=Timings(), errors=["fetch: 404"])
-    doc = kcidb.report(Matrix(cells=[failed, unfetched], tools={"gcc": "gcc 12"}))
+    doc = kcidb.report(Matrix(cells=[failed, unfetched], tools={"gcc": "gcc 12"}), WHERE)
     build, never = doc["builds"]
     assert build["valid"] is False and build["duration"] == 20.0
     assert "valid" not in never, "a build that never started is unknown, not invalid"
@@ -568,7 +571,7 @@ def test_a_reused_cell_says_so(bookworm):
     doc = copy.deepcopy(bookworm)
     backported = cell(doc, "backported")
     backported.reused = True
-    build, = (b for b in kcidb.report(doc)["builds"]
+    build, = (b for b in kcidb.report(doc, WHERE)["builds"]
               if b["id"] == "taintport:bookworm-6.1:backported")
     assert build["misc"]["reused"] is True
     assert f"backported {summary.seconds(backported.timings.build)} (reused)" in \
@@ -607,7 +610,7 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["status"] == "known-bug" and props["fix.livepatch"] == "missing"
     assert suite.get("failures") == "0"
-    test = next(t for t in kcidb.report(doc)["tests"]
+    test = next(t for t in kcidb.report(doc, WHERE)["tests"]
                 if t["id"] == "taintport:bookworm-6.1:upstream")
     assert test["status"] == "PASS" and test["misc"]["fixes"]["livepatch"] == "missing"
 

@@ -1,5 +1,6 @@
 """Command line: the matrix, and one verb per stage for debugging a single step."""
 import argparse
+import json
 import signal
 import sys
 import time
@@ -13,6 +14,7 @@ from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
 from taintport.layer import carry, engine, pointreleases, regen
 from taintport.results import compare, reader, render, report
+from taintport.results.reports import kcidb
 from taintport.results.cells import FAULTS, exit_code, fault_in, word
 from taintport.run import bench, matrix, stages, store
 from taintport.run.progress import Progress
@@ -54,6 +56,13 @@ def add_common(p):
                    help="make -j for kernel builds (default: cores + 1)")
 
 
+def artifacts_option(p):
+    p.add_argument("--artifacts-url", metavar="BASE",
+                   help="where the results folder is published: the KCIDB view's URLs "
+                        f"become BASE/<path> (default ${kcidb.ARTIFACTS_ENV}, which the "
+                        "generated CI pipelines set; else file:// URLs of the folder)")
+
+
 def one_cell(p):
     p.add_argument("--version", required=True, help="a name from versions/")
     p.add_argument("--variant", required=True, choices=series.MATRIX)
@@ -84,6 +93,7 @@ def parser():
     p.add_argument("--fault", choices=FAULTS,
                    help="make the guest agent break on purpose, to test that the harness "
                         "reports an error (never a pass or a fail)")
+    artifacts_option(p)
 
     p = sub.add_parser("fetch", help="download, verify and extract kernel sources")
     add_common(p)
@@ -157,9 +167,15 @@ def parser():
   report compare OLD NEW       cells whose status changed, regressions first
                                (exit 1 when there is a regression)
   report merge DIR... --out D  one results folder from runs that each did
-                               some kernels (CI jobs); a cell twice is an error""")
-    p.add_argument("words", nargs="+", metavar="DIR | compare OLD NEW | merge DIR...")
+                               some kernels (CI jobs); a cell twice is an error
+  report kcidb DIR             print DIR's KCIDB view as one JSON document, the
+                               form kcidb-submit reads on standard input""")
+    p.add_argument("words", nargs="+", metavar="DIR | compare OLD NEW | merge DIR... | kcidb DIR")
     p.add_argument("--out", type=Path, help="with merge: the merged results folder")
+    artifacts_option(p)
+    p.add_argument("--origin", default=kcidb.ORIGIN,
+                   help="with kcidb: the origin the KCIDB instance gave you "
+                        "(default %(default)s)")
     p.add_argument("--quilt-dir", type=Path, default=series.QUILT_DIR,
                    help="quilt series whose patches index.html shows (default: quilt/)")
 
@@ -184,6 +200,7 @@ def cmd_matrix(args, cache):
     if args.resume and not args.resume.is_dir():
         raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
+    kcidb.artifacts(out, args.artifacts_url)  # a bad URL is refused now, not after the run
     with reader.writing(out, resume=bool(args.resume)):
         return run_matrix(args, cache, out, chosen, variants)
 
@@ -204,6 +221,8 @@ def run_matrix(args, cache, out, chosen, variants):
     report.table(runner.ordered_cells())
     if runner.ordered_cells():
         doc = render.load(out)
+        if args.artifacts_url:
+            report.write_document(out, doc, args.artifacts_url)
         render.render_all(out, doc, render.read_patches(doc, args.quilt_dir))
     print(f"\nmatrix.json: {out / 'matrix.json'}\nreport: {out / 'index.html'}")
     return code
@@ -419,9 +438,9 @@ def locked_cell(func):
     return wrapper
 
 
-def publish(out, doc, quilt_dir):
+def publish(out, doc, quilt_dir, artifacts_url=None):
     """matrix.json and every report rendered from it."""
-    report.write_document(out, doc)
+    report.write_document(out, doc, artifacts_url)
     for path in render.render_all(out, doc, render.read_patches(doc, quilt_dir)):
         print(path)
 
@@ -441,11 +460,20 @@ def cmd_report(args, cache):
             raise InputError("usage: taintport report merge DIR... --out DIR")
         doc = compare.merge(rest)
         compare.copy_logs(rest, args.out)
-        publish(args.out, doc, args.quilt_dir)
+        publish(args.out, doc, args.quilt_dir, args.artifacts_url)
         return doc.exit_code  # a CI report job fails as its cells do
+    if verb == "kcidb":
+        if len(rest) != 1:
+            raise InputError("usage: taintport report kcidb DIR [--artifacts-url BASE]")
+        view = kcidb.report(render.load(rest[0]),
+                            kcidb.artifacts(rest[0], args.artifacts_url),
+                            kcidb.origin_name(args.origin))
+        print(json.dumps(view, indent=2))
+        return 0
     if rest:
-        raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR")
-    publish(verb, render.load(verb), args.quilt_dir)
+        raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR"
+                         " | kcidb DIR")
+    publish(verb, render.load(verb), args.quilt_dir, args.artifacts_url)
     return 0
 
 

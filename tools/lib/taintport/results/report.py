@@ -22,10 +22,11 @@ def write_cell(out: Path, cell: Cell) -> None:
                  json.dumps(cell.as_json(), indent=2) + "\n")
 
 
-def write_document(out: Path, doc: Matrix) -> None:
-    """matrix.json, with its "kcidb" view computed from the cells."""
+def write_document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> None:
+    """matrix.json, with its "kcidb" view computed from the cells; its URLs
+    lead where the folder is published (kcidb.artifacts)."""
     data = doc.as_json()
-    data["kcidb"] = kcidb.report(doc)
+    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
     write_atomic(Path(out) / "matrix.json", json.dumps(data, indent=2) + "\n")
 
 

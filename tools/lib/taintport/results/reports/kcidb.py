@@ -5,11 +5,23 @@ one build per version x variant, one test per check of a cell plus one per
 cell for its verdict. The test statuses defined here are the vocabulary every
 report shares: FAIL is the kernel being wrong, ERROR and MISS the run being
 wrong (see docs/report-schema.md).
+
+Every URL is absolute, as the schema's `format: uri` demands: a file of the
+results folder (a log, a copy of a quilt patch the run applied) is linked
+where the folder is published (`--artifacts-url BASE`, or the variable a
+generated CI pipeline sets to its job's artifacts), else as a file:// URL of
+the folder itself.
 """
 import enum
 import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote, urlsplit
 
+from taintport.errors import InputError
 from taintport.judge.verdict import Check
 from taintport.judge.verdict import Status as Verdict
 from taintport.results.cells import Cell, Matrix, Run, word
@@ -19,6 +31,53 @@ ORIGIN = "taintport"
 SCHEMA_VERSION = {"major": 4, "minor": 3}
 EXCERPT_MAX = 16384  # the schema's maxLength for log_excerpt
 KcidbObject = dict[str, Any]  # an object of the KCIDB schema, as written to matrix.json
+# kcidb-io's origin_pattern: what a KCIDB instance accepts as a submitter's name
+ORIGIN_NAME = re.compile(r"[a-z0-9_]+")
+# where the results folder is published; the generated pipelines set it
+ARTIFACTS_ENV = "TAINTPORT_ARTIFACTS_URL"
+# RFC 3986's characters (unreserved, reserved, percent); nothing else in a base
+URI_CHARACTERS = re.compile(r"[A-Za-z0-9._~:/?#\[\]@!$&'()*+,;=%-]+")
+# <version>/patches/<group>/<name>.patch: the quilt patches a run applied,
+# copied into its results folder with the reports (render.write_patches)
+PATCHES = "patches"
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Where a results folder is published: a file of it is base + its path."""
+    base: str
+
+    def url(self, path: str) -> str:
+        # a base ending in "#" takes the path as its fragment (a page that lists
+        # the artifact, where no URL reaches a file inside it: GitHub's run page)
+        joiner = "" if self.base.endswith(("/", "#")) else "/"
+        return self.base + joiner + quote(path, safe="/")
+
+
+def artifacts(out: Path | str, given: str | None = None) -> Artifacts:
+    """--artifacts-url BASE, else $TAINTPORT_ARTIFACTS_URL, else the folder's file:// URL."""
+    source, base = ("--artifacts-url", given) if given else \
+        (f"${ARTIFACTS_ENV}", os.environ.get(ARTIFACTS_ENV, ""))
+    if not base:
+        return Artifacts(Path(out).resolve().as_uri())
+    parts = urlsplit(base) if URI_CHARACTERS.fullmatch(base) else None
+    if parts is None or parts.scheme not in ("https", "http", "file") or \
+            (parts.scheme != "file" and not parts.netloc):
+        raise InputError(f"{source}: {base!r} is not an absolute http(s):// or file:// URL "
+                         "(where the results folder is published)")
+    return Artifacts(base)
+
+
+def origin_name(value: str, where: str = "--origin") -> str:
+    if not ORIGIN_NAME.fullmatch(value):
+        raise InputError(f"{where}: {value!r} is not a KCIDB origin (lower case letters, "
+                         "digits and '_', as the KCIDB instance named it)")
+    return value
+
+
+def patch_path(version: str, name: str) -> str:
+    """Where a results folder keeps its copy of a patch the run applied."""
+    return f"{version}/{PATCHES}/{name}"
 
 
 class Status(str, enum.Enum):
@@ -88,9 +147,10 @@ def patchset_hash(digests: list[str]) -> str:
     return hashlib.sha256("".join(d + "\n" for d in digests).encode()).hexdigest()
 
 
-def resources(version: str, patches: dict[str, str]) -> list[dict[str, str]]:
+def resources(version: str, patches: dict[str, str], where: Artifacts) -> list[dict[str, str]]:
     # a resource name may not hold a directory: reverted/0001-x.patch -> reverted-0001-x.patch
-    return [{"name": p.replace("/", "-"), "url": f"quilt/{version}/{p}"} for p in patches]
+    return [{"name": p.replace("/", "-"), "url": where.url(patch_path(version, p))}
+            for p in patches]
 
 
 def compact(obj: KcidbObject) -> KcidbObject:
@@ -102,16 +162,17 @@ def built(cell: Cell) -> bool:
     return cell.timings.build is not None
 
 
-def checkout(version: str, cells: list[Cell], run: Run | Matrix) -> KcidbObject:
+def checkout(version: str, cells: list[Cell], run: Run | Matrix, where: Artifacts,
+             origin: str) -> KcidbObject:
     empty: dict[str, str] = {}
     series = max((c.inputs.series for c in cells if c.inputs), key=len, default=empty)
     # the source package is the checkout; a distribution binary's inputs name its image
     inputs = next((c.inputs for c in cells if c.inputs and c.variant != BINARY),
                   next((c.inputs for c in cells if c.inputs), None))
     return compact({
-        "id": f"{ORIGIN}:{version}", "origin": ORIGIN, "tree_name": version,
+        "id": f"{origin}:{version}", "origin": origin, "tree_name": version,
         "comment": f"{inputs.package} {inputs.package_version}" if inputs else None,
-        "patchset_files": resources(version, series) if inputs else None,
+        "patchset_files": resources(version, series, where) if inputs else None,
         "patchset_hash": patchset_hash(list(series.values())) if inputs else None,
         "start_time": run.started,
         # the checkout is the source tree fetched and patched: a cell that took
@@ -133,17 +194,17 @@ def config_name(cell: Cell) -> str:
     return "+".join(["tinyconfig"] + fragments)
 
 
-def build(cell: Cell, run: Run | Matrix) -> KcidbObject:
+def build(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> KcidbObject:
     version, variant, inputs = cell.version, cell.variant, cell.inputs
     return compact({
-        "id": f"{ORIGIN}:{version}:{variant}", "origin": ORIGIN,
-        "checkout_id": f"{ORIGIN}:{version}",
+        "id": f"{origin}:{version}:{variant}", "origin": origin,
+        "checkout_id": f"{origin}:{version}",
         "comment": f"{version} {variant}",
         "architecture": "x86_64",
         "compiler": run.tools.get("gcc"),
         "config_name": config_name(cell),
-        "input_files": resources(version, inputs.series if inputs else {}),
-        "log_url": cell.logs.build,
+        "input_files": resources(version, inputs.series if inputs else {}, where),
+        "log_url": where.url(cell.logs.build),
         "duration": cell.timings.build,
         # a build that never started (fetch or apply broke) is unknown, not invalid
         "valid": cell.kernel_release is not None if built(cell) else None,
@@ -163,15 +224,15 @@ def environment(cell: Cell, run: Run | Matrix) -> KcidbObject:
             "misc": compact({"accelerator": accel, "qemu": run.tools.get("qemu")})}
 
 
-def verdict_test(cell: Cell, run: Run | Matrix) -> KcidbObject:
+def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> KcidbObject:
     version, variant = cell.version, cell.variant
     excerpt = "\n".join(cell.errors + cell.panic)
     return compact({
-        "id": f"{ORIGIN}:{version}:{variant}", "origin": ORIGIN,
-        "build_id": f"{ORIGIN}:{version}:{variant}",
+        "id": f"{origin}:{version}:{variant}", "origin": origin,
+        "build_id": f"{origin}:{version}:{variant}",
         "path": ORIGIN, "status": cell_status(cell).value,
         "comment": f"{version} {variant}: {cell.status.value}",
-        "log_url": cell.logs.console if cell.timings.boot is not None else None,
+        "log_url": where.url(cell.logs.console) if cell.timings.boot is not None else None,
         "log_excerpt": excerpt[-EXCERPT_MAX:] or None,
         "duration": cell.timings.boot,
         "environment": environment(cell, run),
@@ -186,15 +247,16 @@ def verdict_test(cell: Cell, run: Run | Matrix) -> KcidbObject:
     })
 
 
-def check_test(cell: Cell, check: Check, run: Run | Matrix) -> KcidbObject:
+def check_test(cell: Cell, check: Check, run: Run | Matrix, where: Artifacts,
+               origin: str) -> KcidbObject:
     version, variant, name = cell.version, cell.variant, check.name
     expected, observed = word(check.expected), word(check.observed)
     return compact({
-        "id": f"{ORIGIN}:{version}:{variant}:{name}", "origin": ORIGIN,
-        "build_id": f"{ORIGIN}:{version}:{variant}",
+        "id": f"{origin}:{version}:{variant}:{name}", "origin": origin,
+        "build_id": f"{origin}:{version}:{variant}",
         "path": check_path(name), "status": check_status(cell, check).value,
         "comment": f"{name}: expected {expected}, observed {observed}",
-        "log_url": cell.logs.console,
+        "log_url": where.url(cell.logs.console),
         "log_excerpt": "\n".join(evidence(cell, check))[-EXCERPT_MAX:] or None,
         "environment": environment(cell, run),
         "misc": compact({"expected": expected, "observed": observed,
@@ -202,15 +264,17 @@ def check_test(cell: Cell, check: Check, run: Run | Matrix) -> KcidbObject:
     })
 
 
-def report(doc: Matrix) -> KcidbObject:
-    """The KCIDB view of a matrix document, as stored under its "kcidb" key."""
+def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
+    """The KCIDB view of a matrix document, as stored under its "kcidb" key
+    and printed by `report kcidb` (what kcidb-submit reads); its URLs lead
+    to the results folder where `where` publishes it."""
     checkouts, builds, tests = [], [], []
     for version, cells in by_version(doc.cells).items():
-        checkouts.append(checkout(version, cells, doc.run_of(cells[0])))
+        checkouts.append(checkout(version, cells, doc.run_of(cells[0]), where, origin))
         for cell in cells:
             run = doc.run_of(cell)
-            builds.append(build(cell, run))
-            tests.append(verdict_test(cell, run))
-            tests += [check_test(cell, check, run) for check in cell.checks]
+            builds.append(build(cell, run, where, origin))
+            tests.append(verdict_test(cell, run, where, origin))
+            tests += [check_test(cell, check, run, where, origin) for check in cell.checks]
     return {"version": dict(SCHEMA_VERSION), "checkouts": checkouts, "builds": builds,
             "tests": tests}
