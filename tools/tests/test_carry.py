@@ -13,6 +13,7 @@ TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 
 def test_export_appends_to_an_existing_series_and_drops_no_line(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
+    (tree / "Makefile").write_text("VERSION = 3\nPATCHLEVEL = 10\n")
     out = tmp_path / "patches"
     out.mkdir()
     (out / "my.patch").write_text("my own change\n")

@@ -182,7 +182,7 @@ def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
     patch = engine.generate(tree)
     assert patch.patches[0].state == "already upstream"
-    assert patch.patches[1].adapted and "adapted" in patch.patches[1].adapted[0]
+    assert patch.patches[1].adapted and "upstream's hunk is for the mask" in patch.patches[1].adapted[0]
 
 
 def test_a_tree_before_module_signing_cannot_have_the_unsigned_bug(tmp_path):

@@ -12,7 +12,7 @@ from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
 from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
-from taintport.layer import carry, engine, pointreleases, regen
+from taintport.layer import carry, dep3, engine, pointreleases, regen
 from taintport.results import compare, reader, render, report
 from taintport.results.reports import kcidb
 from taintport.results.cells import FAULTS, exit_code, fault_in, word
@@ -143,7 +143,11 @@ def parser():
                         "to DIR/series")
     p.add_argument("--mail", action="store_true",
                    help="with --export: write each patch as a mail for the stable list "
-                        "(git format-patch shape, 'commit <sha> upstream.')")
+                        "(git format-patch shape, 'commit <sha> upstream.'), where upstream "
+                        "maintains a stable branch for the tree; else the patch only")
+    p.add_argument("--signoff", metavar="'NAME <MAIL>'",
+                   help="with --tree: who carries the patches: the name on a backport note "
+                        "and your Signed-off-by (default: git's user.name and user.email)")
 
     p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
     add_common(p)
@@ -334,15 +338,23 @@ def cmd_apply(args, cache):
             raise InputError("--mail writes mails into the --export DIR: give --export too")
         log = Path(args.export or args.tree) / ".taintport-apply.log" if args.export \
             else cache.root / "logs" / "apply-tree.log"
+        identity = (dep3.parse_identity(args.signoff) if args.signoff
+                    else dep3.git_identity(args.tree))
+        none = {}
         if args.export:
-            generated, paths = carry.export(args.tree, args.letter, args.export, args.mail)
+            generated, paths, none = carry.export(args.tree, args.letter, args.export,
+                                                  args.mail, identity)
         else:
-            generated, paths = carry.apply(args.tree, args.letter, log)
+            generated, paths = carry.apply(args.tree, args.letter, log, identity)
         print(f"{args.tree}: {generated.summary}")
+        for fix, why in none.items():
+            print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
         for path in paths:
             print(f"  {'written' if args.export else 'pushed'}: {path}")
-        if args.mail and paths:
-            print("  add your own Signed-off-by: to each mail before you send it")
+        if paths and identity is None:
+            print("  no identity (--signoff 'Name <mail>', or git's user.name and user.email): "
+                  "left out your Signed-off-by and the name on each backport note; add them "
+                  "before you send or upload")
         return 0
     if not (args.version and args.variant):
         raise InputError("apply needs --tree DIR, or --version and --variant")

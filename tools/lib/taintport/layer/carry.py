@@ -2,40 +2,56 @@
 
 `taintport apply --tree DIR` generates the layer for that tree (spatch, no
 change to the tree yet): one patch per fix the tree lacks, with a DEP-3
-header naming that tree. It pushes them with quilt --fuzz=0 from the tree's
+header (dep3.py). It pushes them with quilt --fuzz=0 from the tree's
 own patches/ folder. All or nothing: if generation fails, nothing is
 written; if a push fails, everything pushed is popped and removed again, so
 the tree is byte for byte as it was. `--export DIR` only writes the patches
-and appends them to DIR/series (never dropping a line there); with `--mail`
-it writes each as a mail for the stable list instead.
+and lists them in DIR/series (never dropping a line there; in a Debian
+source package's debian/patches where the kernel team lists upstream fixes,
+debian_patches.py); with `--mail` it writes each as a mail for the stable
+list instead, where upstream maintains a stable branch for the tree (stable.py).
 """
-import re
 import shutil
 from pathlib import Path
 
 from taintport.errors import InputError
-from taintport.layer import dep3, engine
+from taintport.layer import debian_patches, dep3, engine, stable
 from taintport.process import require, run
 
 FOLDER = "taintport"
 
 
-def carried(tree, letter):
+def patches(tree, generated, letter, identity=None, debian=False):
+    """{series name: DEP-3 patch text} for each fix the layer carries, named
+    as the folder it goes to expects."""
+    series = stable.tree_series(tree)
+    return {(debian_patches.name(fp) if debian else
+             f"{FOLDER}/{i:04d}-{fp.fix.patch_name}.patch"):
+            dep3.patch_file(fp, series, identity, letter)
+            for i, fp in enumerate(generated.carried, start=1)}
+
+
+def carried(tree, letter, identity=None):
     """(LayerPatch, {series name: patch text}) for the fixes tree lacks."""
     generated = engine.generate(tree, letter)
-    texts = {f"{FOLDER}/{i:04d}-{fp.fix.patch_name}.patch":
-             dep3.patch_file(fp, f"the tree at {Path(tree).resolve()}", letter)
-             for i, fp in enumerate(generated.carried, start=1)}
-    return generated, texts
+    return generated, patches(tree, generated, letter, identity)
 
 
-def kernel_series(tree):
-    """"6.1" from a tree's top Makefile (VERSION, PATCHLEVEL)."""
-    text = (Path(tree) / "Makefile").read_text(errors="replace")
-    found = dict(re.findall(r"^(VERSION|PATCHLEVEL) = (\d+)$", text, re.M))
-    if len(found) != 2:
-        raise InputError(f"{tree}/Makefile: no VERSION and PATCHLEVEL lines")
-    return f"{found['VERSION']}.{found['PATCHLEVEL']}"
+def mails(tree, generated, letter, identity):
+    """({file name: mail text}, {fix name: why no mail}) for the fixes the layer
+    carries: a mail where upstream maintains a stable branch the fix belongs
+    in, else the reason there is none."""
+    series = stable.tree_series(tree)
+    index = dep3.index_lines(tree, generated.carried)
+    texts, none = {}, {}
+    for i, fp in enumerate(generated.carried, start=1):
+        branch = stable.branch(series, fp.fix.release)
+        if branch:
+            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(
+                fp, branch, identity, index[i - 1], letter)
+        else:
+            none[fp.fix.name] = stable.no_branch(series, fp.fix.release)
+    return texts, none
 
 
 def append_series(folder, names):
@@ -49,15 +65,20 @@ def append_series(folder, names):
                                + "".join(f"{n}\n" for n in new))
 
 
-def export(tree, letter, folder, mail=False):
-    """Write the layer's patches to folder; returns (LayerPatch, paths written)."""
+def export(tree, letter, folder, mail=False, identity=None):
+    """Write the layer's patches (or stable mails) to folder; returns
+    (LayerPatch, paths written, {fix: why it got no mail})."""
     folder = Path(folder)
+    debian = debian_patches.is_debian_patches(folder)
+    generated = engine.generate(tree, letter)
+    written = patches(tree, generated, letter, identity, debian)
+    mailed, none = {}, {}
     if mail:
-        generated = engine.generate(tree, letter)
-        texts = {f"{i:04d}-{fp.fix.patch_name}.patch": dep3.mail(fp, kernel_series(tree), letter)
-                 for i, fp in enumerate(generated.carried, start=1)}
-    else:
-        generated, texts = carried(tree, letter)
+        mailed, none = mails(tree, generated, letter, identity)
+        # a fix with no stable branch to send to: the distribution patch only
+        written = {name: text for (name, text), fp in zip(written.items(), generated.carried)
+                   if fp.fix.name in none}
+    texts = {**mailed, **written}
     taken = [name for name in texts if (folder / name).exists()]
     if taken:
         raise InputError(f"{folder / taken[0]} exists: the layer was exported there before; "
@@ -65,18 +86,22 @@ def export(tree, letter, folder, mail=False):
     for name, text in texts.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
-    if texts and not mail:
-        append_series(folder, list(texts))
-    return generated, [folder / name for name in texts]
+    if written and debian:
+        series_file = folder / "series"
+        old = series_file.read_text() if series_file.exists() else ""
+        series_file.write_text(debian_patches.listed(old, list(written)))
+    elif written:
+        append_series(folder, list(written))
+    return generated, [folder / name for name in texts], none
 
 
-def apply(tree, letter, log):
+def apply(tree, letter, log, identity=None):
     """Push the layer onto tree with quilt; returns (LayerPatch, patch paths)."""
     require("quilt", "quilt")
     tree = Path(tree)
     if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
         raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
-    generated, texts = carried(tree, letter)
+    generated, texts = carried(tree, letter, identity)
     if not texts:
         return generated, []
     patches = tree / "patches"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport.errors import InputError
-from taintport.layer import dep3, engine, fixes
+from taintport.layer import dep3, engine, fixes, stable
 from taintport.process import require, run
 from taintport.tree import series, versions
 
@@ -82,19 +82,20 @@ def regen(tree, version, quilt_dir, log, check=False, letter="E"):
     # the reverted tree must not see generated patches while it is generated on
     on_upstream, on_reverted, seconds = generate_for(tree, quilt_series, version, log, letter)
     wanted = {**patch_names("backported", on_reverted), **patch_names("patched", on_upstream)}
+    # the committed patches name nobody: whoever drops them into a package adds
+    # their own note and sign-off (apply --export --signoff writes them so)
+    series_name = stable.tree_series(tree)
+    texts = {name: dep3.patch_file(fp, series_name, None, letter) for name, fp in wanted.items()}
     changed = set(wanted) != set(old_generated) or any(
-        not (directory / name).exists()
-        or dep3.body((directory / name).read_text()) != fp.diff
-        for name, fp in wanted.items())
+        not (directory / name).exists() or (directory / name).read_text() != text
+        for name, text in texts.items())
     if changed and not check:
         for name in old_generated:
             if name not in wanted:
                 (directory / name).unlink(missing_ok=True)
-        for name, fp in wanted.items():
-            on = (f"the reverted tree of {version.name}" if name.startswith("backported/")
-                  else f"{version.name} as Debian ships it")
+        for name, text in texts.items():
             (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            (directory / name).write_text(dep3.patch_file(fp, on, letter))
+            (directory / name).write_text(text)
         _list(directory / "series", old_generated, list(wanted))
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)

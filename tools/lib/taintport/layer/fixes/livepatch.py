@@ -72,7 +72,7 @@ def adaptation(piece):
     """What the patch header says when the hunk is not upstream's text."""
     if piece.shape == INFO["patch"]["upstream-shape"]:
         return ""
-    return (f"adapted: upstream's hunk is for the mask "
+    return (f"upstream's hunk is for the mask "
             f"{INFO['patch']['upstream-shape'].split(': ', 1)[1]}; this tree's "
             f"{piece.shape} gets the term the same way the mask grew before "
             "(a line of its own, indented like the line above)")

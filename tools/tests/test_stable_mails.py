@@ -1,0 +1,125 @@
+"""Stable mails that can be sent as they are written: every mail `apply
+--export DIR --mail` writes goes through the tools of the people who read and
+send it: `git am -3` onto a git repository of the tree (its index lines make
+the three-way fallback work), `git mailinfo`, `git send-email` with a dummy
+SMTP command (dry run, then a real hand-over), and, on the fetched trees
+(test_trees.py), the tree's own scripts/checkpatch.pl. Only a series upstream
+maintains gets a mail (layer/stable.py); any other tree gets the
+distribution patch, and is told why."""
+import subprocess
+import sys
+from pathlib import Path
+
+from consumer_checks import git_am, git_repository, mailinfo, send_email
+from taintport.layer import stable
+from test_patch_headers import SENDER, export, own_tree
+
+REPO = Path(__file__).resolve().parents[2]
+TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
+AUTHOR = "Jianlin Lv <iecedge@gmail.com>"
+ROSTEDT = "Steven Rostedt (Google) <rostedt@goodmis.org>"
+
+
+def files_of(tree):
+    return {str(p.relative_to(tree)): p.read_bytes() for p in tree.rglob("*")
+            if p.is_file() and ".git" not in p.parts}
+
+
+def mail_for(tmp_path, series, mask, *extra):
+    tree = own_tree(tmp_path / "tree", series, mask)
+    proc = export(tree, tmp_path / "mails", "--mail", *extra)
+    assert proc.returncode == 0, proc.stderr
+    return tree, proc, sorted((tmp_path / "mails").glob("*.patch"))
+
+
+def test_a_61_mail_applies_with_git_am_and_says_who_and_why(tmp_path):
+    tree, proc, (mail,) = mail_for(tmp_path, "6.1", "livepatch_has-bad-taint-test.c",
+                                   "--signoff", SENDER)
+    text = mail.read_text()
+    head = text.split("\n\n", 1)[0]
+    assert "\nSubject: [PATCH 6.1.y] tracepoint: Allow livepatch module add trace event\n" \
+        in head
+    assert "\nTo: stable@vger.kernel.org\n" in head
+    assert f"\nCc: {AUTHOR},\n {ROSTEDT}" in head, "the upstream author and signers"
+    assert "\ncommit e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 upstream.\n" in text
+    message, below = text.split("\n---\n", 1)
+    assert message.endswith(f"Signed-off-by: {SENDER}"), "the sender signs last"
+    reason = below.split("\n kernel/tracepoint.c |")[0]
+    assert "livepatch module is tainted K" in reason and "Debian bookworm" in reason
+    assert "\nindex " in below and "\n-- \n" not in text, "index lines; no signature"
+
+    repo = git_repository(tmp_path / "repo", files_of(tree))
+    am = git_am(repo, mail)
+    assert am.returncode == 0, am.stdout + am.stderr
+    log = subprocess.run(["git", "log", "-1", "--format=%an <%ae>%n%s%n%b"], cwd=repo,
+                         capture_output=True, text=True, check=True).stdout
+    assert log.startswith(f"{AUTHOR}\ntracepoint: Allow livepatch module add trace event\n")
+    assert f"Signed-off-by: {SENDER}" in log and "[PATCH" not in log
+    applied = (repo / "kernel/tracepoint.c").read_text()
+    assert "(1 << TAINT_LIVEPATCH));" in applied
+
+    info, msg, patch = mailinfo(mail)
+    assert (info["Author"], info["Email"]) == ("Jianlin Lv", "iecedge@gmail.com")
+    assert info["Subject"] == "tracepoint: Allow livepatch module add trace event"
+    assert msg.startswith("commit e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 upstream.")
+    assert "\ndiff --git a/kernel/tracepoint.c b/kernel/tracepoint.c\nindex " in patch
+
+
+def test_git_am_falls_back_to_a_merge_with_the_index_lines(tmp_path):
+    """A stable tree whose context moved since: plain `git am` refuses the
+    hunk, `git am -3` merges it through the blobs the index lines name."""
+    tree, _, (mail,) = mail_for(tmp_path, "6.1", "livepatch_has-bad-taint-test.c",
+                                "--signoff", SENDER)
+    repo = git_repository(tmp_path / "repo", files_of(tree))
+    source = repo / "kernel/tracepoint.c"
+    source.write_text(source.read_text().replace(
+        "bool trace_module_has_bad_taint(struct module *mod)",
+        "bool trace_module_has_bad_taint(struct module *mod) /* moved on */"))
+    subprocess.run(["git", "-c", "user.name=x", "-c", "user.email=x@example.org", "commit",
+                    "-qam", "later"], cwd=repo, check=True)
+    assert git_am(repo, mail, three_way=False).returncode != 0
+    merged = git_am(repo, mail)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert "/* moved on */" in source.read_text() and "TAINT_LIVEPATCH" in source.read_text()
+
+
+def test_git_send_email_sends_it_as_written(tmp_path):
+    _, _, (mail,) = mail_for(tmp_path, "5.10", "livepatch_has-bad-taint.c", "--signoff", SENDER)
+    dry, sent, argv = send_email(mail, SENDER, tmp_path)
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    shown = dry.stdout + dry.stderr
+    assert "Subject: [PATCH 5.10.y] tracepoint: Allow livepatch module add trace event" in shown
+    assert "Result: OK" in shown
+    assert sent is not None, argv
+    # the envelope: the list, the author and the signers
+    for who in ("stable@vger.kernel.org", "iecedge@gmail.com", "rostedt@goodmis.org"):
+        assert who in argv
+    headers, body = sent.split("\n\n", 1)
+    assert f"\nFrom: {SENDER}\n" in f"\n{headers}\n", "the sender sends ..."
+    assert body.startswith(f"From: {AUTHOR}\n"), "... upstream's author stays the author"
+    assert "[Jane Maintainer: Backported to 5.10: " in body
+    assert body.endswith(mail.read_text().rsplit("\n@@", 1)[1]), \
+        "the diff's last hunk ends the mail: no signature after it"
+
+
+def test_a_series_upstream_does_not_maintain_gets_the_patch_and_a_reason(tmp_path):
+    """A vendor's 4.18 (and an ended 5.4): no [PATCH 4.18.y] for a branch that
+    does not exist; the distribution patch, listed in the series, instead."""
+    tree, proc, mails = mail_for(tmp_path, "4.18", "livepatch_has-bad-taint.c",
+                                 "--signoff", SENDER)
+    assert mails == []
+    assert "livepatch: no stable mail: upstream maintains no 4.18.y stable branch" in \
+        proc.stdout and "wrote the distribution patch only" in proc.stdout
+    (patch,) = (tmp_path / "mails" / "taintport").glob("*.patch")
+    assert "Backported to 4.18" in patch.read_text()
+    assert (tmp_path / "mails" / "series").read_text().strip() == \
+        f"taintport/{patch.name}"
+
+
+def test_the_stable_table():
+    assert stable.branch("6.1", "v6.3") == "6.1.y"
+    assert stable.branch("5.10", "v6.3") == "5.10.y"
+    assert stable.branch("6.12", "v6.3") is None, "6.12 has the fix"
+    assert stable.branch("4.18", "v6.3") is None and stable.branch("5.4", "v6.3") is None
+    assert stable.branch("3.10", "v3.15") is None, "3.10 ended in 2017"
+    assert "has the fix already" in stable.no_branch("6.12", "v6.3")
