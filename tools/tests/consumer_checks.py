@@ -212,11 +212,33 @@ def mailinfo(mail):
         return info, msg.read_text(), patch.read_text()
 
 
-def checkpatch(tree, mail):
-    """The tree's own scripts/checkpatch.pl on a mail: its summary line and output."""
-    proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--no-tree", str(mail)], cwd=tree,
-                          capture_output=True, text=True, timeout=300)
-    return proc
+def checkpatch(tree, patch, *options):
+    """The tree's own scripts/checkpatch.pl on a patch or mail: [(kind, what, the
+    line it is about)] for each ERROR, WARNING or CHECK, and the whole output."""
+    proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--no-tree", *options, str(patch)],
+                          cwd=tree, capture_output=True, text=True, timeout=300)
+    findings = []
+    for block in proc.stdout.split("\n\n"):
+        found = re.match(r"(ERROR|WARNING|CHECK): (.*)", block)
+        if found:  # the line it is about follows a "#<n>:" line, when it names one
+            about = re.search(r"^#\d+: .*\n(?:FILE: .*\n)?(.*)", block, re.M)
+            findings.append((found.group(1), found.group(2), about.group(1) if about else ""))
+    if not re.search(r"^total: \d+ errors, \d+ warnings", proc.stdout, re.M):
+        findings.append(("ERROR", "checkpatch did not finish", proc.stdout + proc.stderr))
+    return findings, proc.stdout
+
+
+def upstream_lines():
+    """Lines checkpatch may question but a patch must keep as they are: upstream's
+    own commit messages (66cc69e's NAKed-by:), and the "commit <sha> upstream."
+    line stable-kernel-rules.rst asks for, which checkpatch reads as a badly
+    quoted commit (GIT_COMMIT_ID) it cannot find without upstream's history."""
+    from taintport.layer import fixes
+    kept = set()
+    for fix in fixes.FIXES:
+        kept |= set(fix.info["upstream"]["body"].splitlines())
+        kept.add(f"commit {fix.commit} upstream.")
+    return kept - {""}
 
 
 def send_email(mail, sender, scratch):

@@ -83,10 +83,11 @@ def test_every_committed_generated_patch_has_the_teams_shape(path):
     text = path.read_text()
     assert dep3_problems(text) == [] and team_shape_problems(text) == []
     if path.name.endswith("livepatch-module-add-trace-event.patch"):
-        # upstream's own hunk only where the tree has upstream's mask
-        word_for_word = "bullseye-5.10" not in str(path) and "backported" not in str(path) \
-            or "bookworm-6.1" in str(path)
-        assert ("Origin: upstream, " in text) == word_for_word, path
+        # upstream's own hunk wherever the tree has upstream's mask: all but 5.10
+        assert ("Origin: upstream, " in text) == ("bullseye-5.10" not in str(path)), path
+    else:
+        # the unsigned fix: two commits folded, only the pieces the tree lacks
+        assert "Origin: backport, " in text and "57673c2b0baa" in text
 
 
 def test_upstreams_word_for_word_is_origin_upstream_with_no_note(tmp_path):

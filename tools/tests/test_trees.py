@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from consumer_checks import (checkpatch, dep3_problems, git_am, git_repository, mailinfo,
-                             send_email, team_shape_problems)
+                             send_email, team_shape_problems, upstream_lines)
 from taintport.cache import Cache
 from taintport.layer import fixes
 from taintport.tree import fetch, series, versions
@@ -159,10 +159,12 @@ def test_the_stable_mails_pass_the_trees_checkpatch_git_am_and_send_email(name, 
                          "--mail", "--signoff", SENDER)
         assert proc.returncode == 0, proc.stderr
         (mail,) = (tmp_path / "m").glob("*.patch")
-        check = checkpatch(tree, mail)
+        findings, output = checkpatch(tree, mail)
         files = {rel: (tree / rel).read_bytes() for rel in PIECE_FILES + ("Makefile",)
                  if (tree / rel).exists()}
-    assert "total: 0 errors, 0 warnings" in check.stdout, check.stdout
+    # only the stable rules' own "commit <sha> upstream." line is questioned
+    assert {line for _, _, line in findings} <= upstream_lines(), output
+    assert len(findings) <= 2, output
     text = mail.read_text()
     kernel = name.split("-")[1]
     assert f"Subject: [PATCH {kernel}.y] tracepoint: Allow livepatch module add trace event" \
@@ -231,10 +233,11 @@ def test_letter_that_conflicts_is_refused_naming_why(small_reverted_tree, tmp_pa
 @pytest.mark.parametrize("name", NAMES)
 def test_every_patch_passes_the_trees_own_checkpatch(name):
     """The hand-written groups (reverted/, reverted-full/) carry no Signed-off-by,
-    hence --no-signoff; nothing else is waived."""
+    hence --no-signoff for them (the generated ones keep upstream's); checkpatch may question only upstream's own message, which
+    a patch keeps word for word (66cc69e's NAKed-by:); nothing else is waived."""
     with held_tree(name) as (cache, tree):
         for patch in series.load(name).patches:
-            proc = subprocess.run(["perl", "scripts/checkpatch.pl", "--no-tree", "--no-signoff",
-                                   str(REPO / "quilt" / name / patch)],
-                                  cwd=tree, capture_output=True, text=True)
-            assert "total: 0 errors, 0 warnings" in proc.stdout, proc.stdout
+            hand_written = patch.startswith(("reverted/", "reverted-full/"))
+            findings, output = checkpatch(tree, REPO / "quilt" / name / patch,
+                                          *(["--no-signoff"] if hand_written else []))
+            assert {line for _, _, line in findings} <= upstream_lines(), output
