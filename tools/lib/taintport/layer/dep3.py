@@ -103,8 +103,10 @@ def upstream(fix_patch: FixPatch) -> Upstream:
 
 
 def word_for_word(fix_patch: FixPatch) -> bool:
-    """The change is upstream's commit as it is: one commit, every hunk its text."""
-    return not fix_patch.adapted and not upstream(fix_patch).also
+    """The change is upstream's commit as it is: one commit, all of it, every
+    hunk its text."""
+    return not (fix_patch.adapted or upstream(fix_patch).also or
+                any(p.state == "present" for p in fix_patch.pieces))
 
 
 def touched(diff: str) -> list[str]:
