@@ -28,7 +28,8 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
         spans[name] = (start, time.monotonic())
         return name
     monkeypatch.setattr(build, "build_variant", stand_in)
-    versions = [SimpleNamespace(name=n, version="1") for n in ("a", "b", "warm")]
+    versions = [SimpleNamespace(name=n, version="1", source_dir="linux-source-1")
+                for n in ("a", "b", "warm")]
     warm = chain.cache.build(versions[2])
     warm.mkdir(parents=True)
     (warm / "vmlinux").write_bytes(b"")  # built before: this one is a rebuild

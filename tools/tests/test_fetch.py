@@ -5,6 +5,7 @@ the package the same shape as linux-source-*: a .deb holding
 usr/src/<package>.tar.xz with <package>/Makefile inside.
 """
 import hashlib
+import os
 import shutil
 import subprocess
 import tarfile
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport.cache import Cache, held
+from taintport.cache import Cache, held, scratch
 from taintport.errors import InputError, RunError
 from taintport.tree import fetch
 from taintport.tree.versions import Version
@@ -46,6 +47,15 @@ def make_deb(work, version, marker, tree=None):
     return deb
 
 
+def tree_of(root, **files):
+    """A source tree of the given files, with a tarball's old times."""
+    root.mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).write_text(text)
+        os.utime(root / name, (1_600_000_000, 1_600_000_000))
+    return root
+
+
 def sha(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -71,10 +81,15 @@ def publish(archive, debs):
         "main/binary-amd64/Packages\n")
 
 
-def version(archive, ver, digest):
-    return Version(name="test-9.9", distribution="debian", suite="testsuite",
-                   archive=f"file:{archive}", component="main", package=PKG,
-                   version=ver, sha256=digest, size=0, path=Path("versions/test-9.9.toml"))
+def version(archive, ver, digest, size=None):
+    """test-9.9 pinned to ver; its size is the archive's .deb's unless given."""
+    deb = Path(archive) / "pool" / f"{PKG}_{ver}_all.deb"
+    if size is None:
+        size = deb.stat().st_size if deb.exists() else 1
+    return Version(name="test-9.9", distribution="debian", release="testsuite",
+                   suites=("testsuite",), archive=f"file:{archive}", component="main",
+                   package=PKG, suite="testsuite", version=ver, sha256=digest, size=size,
+                   path=Path("versions/test-9.9.toml"))
 
 
 @pytest.fixture
@@ -104,8 +119,8 @@ def test_pinned_version_gone_lists_what_the_suite_has(tmp_path, archive):
     with pytest.raises(InputError) as err:
         fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
     text = str(err.value)
-    assert "no longer offers linux-source-9.9 9.9.0-1" in text
-    assert "9.9.1-1, 9.9.2-1" in text and "--repin test-9.9" in text
+    assert "testsuite no longer offers linux-source-9.9 9.9.0-1" in text
+    assert "9.9.1-1 (testsuite), 9.9.2-1 (testsuite)" in text and "--repin test-9.9" in text
 
 
 def test_pin_disagreeing_with_the_index(tmp_path, archive):
@@ -143,16 +158,102 @@ def test_corrupt_cached_deb_is_fetched_again(tmp_path, archive):
     assert sha(got.deb) == v.sha256
 
 
-def test_interrupted_extraction_is_cleaned_up(tmp_path, archive):
+def test_what_a_killed_run_left_goes_and_a_live_runs_stays(tmp_path, archive):
+    """A scratch folder nobody holds the lock of was left by a killed run: the
+    next fetch removes it, even when the tree is there already; one a live
+    run holds stays."""
     arch, good = archive
     cache = Cache(tmp_path / "cache")
     v = version(arch, "9.9.1-1", sha(good))
+    got = fetch.fetch(cache, v, tmp_path / "log")
     leftover = cache.tree(v).parent / ".extract-dead"
     (leftover / PKG).mkdir(parents=True)
     (leftover / PKG / "half").write_text("")
-    got = fetch.fetch(cache, v, tmp_path / "log")
-    assert not leftover.exists()
+    download = cache.debs() / ".download-dead"
+    download.mkdir()
+    (download / "half.deb").write_bytes(b"x" * 1000)
+    with scratch(cache.tree(v).parent, ".extract-") as live:
+        again = fetch.fetch(cache, v, tmp_path / "log")
+        assert live.is_dir(), "a live run's folder is never taken"
+    assert again.reused and again.tree == got.tree
+    assert not leftover.exists() and not download.exists()
     assert (got.tree / "Makefile").exists()
+
+
+def test_a_pinned_size_unlike_the_index_is_refused_before_any_download(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good), size=good.stat().st_size + 1)
+    with pytest.raises(InputError, match=r"pinned size \d+ of linux-source-9.9 9.9.1-1 "
+                                         r"differs from the \d+ bytes testsuite's index"):
+        fetch.fetch(cache, v, tmp_path / "log")
+    assert not list(cache.debs().glob("*.deb"))
+
+
+def test_an_archive_password_is_never_printed(tmp_path):
+    """apt prints a mirror's URL without user and password; so does taintport."""
+    v = version(tmp_path, "9.9.1-1", "0" * 64)
+    v = Version(**{**v.__dict__, "archive": "http://mirror-user:s3cret@127.0.0.1:9/debian"})
+    with pytest.raises(RunError) as err:
+        fetch.fetch(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert "http://127.0.0.1:9/debian" in str(err.value)
+    assert "s3cret" not in str(err.value) and "mirror-user" not in str(err.value)
+    assert "s3cret" not in (tmp_path / "log").read_text()
+    assert fetch.redacted("https://u:p@host:8443/debian") == "https://host:8443/debian"
+    assert fetch.redacted("file:/srv/mirror") == "file:/srv/mirror"
+
+
+def test_the_next_upload_keeps_the_series_build_folder(tmp_path):
+    """Moving the pin to the next upload of a series replaces the tree; every
+    unchanged file keeps its time (make rebuilds only what changed) and the
+    build folder stays. Without an old tree to compare with, the build
+    folder goes (its objects could be newer than a changed source)."""
+    one = make_deb(tmp_path, "9.9.1-1", "one", tree=tree_of(tmp_path / "t1", same="kept\n",
+                                                            changed="old\n", gone="x\n"))
+    (tmp_path / "two").mkdir()
+    two = make_deb(tmp_path / "two", "9.9.2-1", "two",
+                   tree=tree_of(tmp_path / "t2", same="kept\n", changed="new\n", new="y\n"))
+    publish(tmp_path / "archive", [one, two])
+    cache = Cache(tmp_path / "cache")
+    first = version(tmp_path / "archive", "9.9.1-1", sha(one))
+    tree = fetch.fetch(cache, first, tmp_path / "log").tree
+    build = cache.build(first)
+    (build / "kernel").mkdir(parents=True)
+    (build / "vmlinux").write_text("built\n")
+    # a variant switch since the build gave one unchanged file a time of its own
+    os.utime(tree / "same", (1_700_000_000, 1_700_000_000))
+    times = {name: (tree / name).stat().st_mtime_ns for name in ("same", "changed")}
+    second = version(tmp_path / "archive", "9.9.2-1", sha(two))
+    assert cache.tree(second) == tree and cache.build(second) == build, \
+        "the series keeps its paths"
+    got = fetch.fetch(cache, second, tmp_path / "log")
+    assert not got.reused and (tree / "changed").read_text() == "new\n"
+    assert (tree / "same").stat().st_mtime_ns == times["same"]
+    assert (tree / "changed").stat().st_mtime_ns > times["changed"]
+    assert (tree / "new").stat().st_mtime > (build / "vmlinux").stat().st_mtime - 1
+    assert not (tree / "gone").exists()
+    assert (build / "vmlinux").exists(), "the build folder is kept"
+    assert fetch.extracted(tree) == f"{PKG} 9.9.2-1 {sha(two)}\n"
+    assert "files unchanged since linux-source-9.9 9.9.1-1" in (tmp_path / "log").read_text()
+    assert not list(tree.parent.glob(".extract-*"))
+    # no old tree: nothing to compare with, so the build folder goes
+    subprocess.run(["rm", "-rf", str(tree)], check=True)
+    fetch.fetch(cache, first, tmp_path / "log")
+    assert not build.exists()
+
+
+def test_the_layout_keyed_by_upload_is_removed_once(tmp_path, archive):
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    old_tree = cache.root / "trees" / v.name / "9.9.0-1" / PKG
+    old_build = cache.root / "build" / v.name / "9.9.0-1"
+    for folder in (old_tree, old_build):
+        folder.mkdir(parents=True)
+        (folder / "Makefile").write_text("old\n")
+    got = fetch.fetch(cache, v, tmp_path / "log")
+    assert not old_tree.parent.exists() and not old_build.exists()
+    assert got.tree == cache.root / "trees" / v.name / PKG
 
 
 @pytest.mark.parametrize("where", ["missing-folder", "refused-port"])
@@ -195,13 +296,14 @@ def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
     from taintport.tree import versions
     arch, good = archive
     path = tmp_path / "test-9.9.toml"
-    path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nsuite = "testsuite"\n'
+    path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nrelease = "testsuite"\n'
+                    f'suites = ["testsuite"]\n'
                     f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n'
-                    f'version = "9.9.0-1"\nsha256 = "{"0" * 64}"\nsize = 1\n'
-                    'ships = ["unsigned"]\n')
+                    f'suite = "testsuite"\nversion = "9.9.0-1"\nsha256 = "{"0" * 64}"\n'
+                    'size = 1\nships = ["unsigned"]\n')
     v = versions.load(path)
     old, new = fetch.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
-    assert (old, new) == ("9.9.0-1", "9.9.2-1")
+    assert (old, new) == ("testsuite 9.9.0-1", "testsuite 9.9.2-1")
     moved = versions.load(path)
     assert moved.version == "9.9.2-1"
     assert moved.sha256 == sha(arch / "pool" / f"{PKG}_9.9.2-1_all.deb")

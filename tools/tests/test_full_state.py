@@ -140,9 +140,11 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
     from taintport.cache import Cache
 
     version = versions.select(["bookworm-6.1"])[0]
-    published = fetch.Published(version.version, version.sha256, version.size)
-    outcome = pointreleases.check_one(Cache(), version, version.package, published,
-                                      tmp_path / "log")
+    published = fetch.Published(version.package, version.version, version.sha256,
+                                version.size, version.suite)
+    outcome = pointreleases.check_one(Cache(), version, published, tmp_path / "log",
+                                      pointreleases.quilt_for(version.package, version.release,
+                                                              [version]))
     print(outcome.verdict)
     assert not outcome.verdict.startswith("error"), outcome.verdict
     assert "unsigned: already upstream" in outcome.verdict

@@ -46,6 +46,8 @@ def test_a_lock_is_named_only_by_a_version_name(tmp_path, name):
 @pytest.mark.parametrize("field, value", [
     ("package", "../../outside/x"),
     ("suite", "../../../outside/apt-escape"),
+    ("release", "../bookworm"),
+    ("security_archive", "http://security.debian.org/debian-security [trusted=yes]"),
     ("version", "1.0/../../../outside/x"),
     ("component", "main non-free"),
     ("archive", "http://deb.debian.org/debian [trusted=yes]"),

@@ -22,6 +22,7 @@ from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 DESCRIPTOR = REPO / "versions" / "bookworm-6.1.toml"
+SHIPPED = versions.load(DESCRIPTOR).shipped
 
 
 def descriptor(tmp_path, old, new):
@@ -48,7 +49,7 @@ def test_every_version_pins_its_binary_like_its_source():
 
 
 @pytest.mark.parametrize("old, new, complaint", [
-    ('release = "6.1.0-50-amd64"', 'release = "../../etc"', "release"),
+    (f'release = "{SHIPPED.release}"', 'release = "../../etc"', "release"),
     ('signed_module = "kernel/lib/ts_kmp.ko"', 'signed_module = "/lib/ts_kmp.ko"',
      "signed_module"),
     ('make = []', 'make = ["CC=$(shell id)"]', "make[0]"),
@@ -56,7 +57,8 @@ def test_every_version_pins_its_binary_like_its_source():
     ('memory = 1024', 'memory = "1024"', "memory"),
     ('timeout = 300', 'timeout = 5', "timeout"),
     ('package = "linux-kbuild-6.1"', 'package = "linux-kbuild-6.1/../x"', "packages[3] package"),
-    ('size = 70305560', 'sizes = 70305560', "packages[0]: must have exactly"),
+    (f'size = {SHIPPED.packages[0].size}', f'sizes = {SHIPPED.packages[0].size}',
+     "packages[0]: must have exactly"),
     ('memory = 1024', 'memory = 1024\nsecure_boot = true', "unknown field(s) secure_boot"),
 ])
 def test_a_bad_shipped_table_names_the_field(tmp_path, old, new, complaint):
@@ -184,7 +186,8 @@ def test_a_shipped_cell_reads_back_and_reports_whose_binary_it_was(tmp_path):
     assert back.as_json() == shipped.as_json()
     text = summary.render(Matrix(cells=[back]))
     assert "## The distribution's binaries against our builds" in text
-    assert "linux-image-6.1.0-50-amd64 6.1.176-1" in text and "Debian 6.1.176-1" in text
+    image = version.shipped.packages[0]
+    assert f"{image.package} {image.version}" in text and "Debian 6.1.176-1" in text
     assert "agrees with our build of its source (the 1 tests both observed" in text
     assert "1 checks" not in text and "(1 skipped by design)" in text
 
@@ -264,18 +267,20 @@ def test_repin_rewrites_the_pins_and_says_when_they_are_the_nearest(tmp_path):
     path = tmp_path / "bookworm-6.1.toml"
     path.write_text(DESCRIPTOR.read_text())
     version = versions.load(path)
-    newer = [versions.Pin(p.package.replace("6.1.0-50", "6.1.0-51"), "6.1.180-1", "1" * 64, 7)
+    abi = version.shipped.release.removesuffix("-amd64")
+    newer = [versions.Pin(p.package.replace(abi, "6.1.0-99"), "6.1.999-1", "1" * 64, 7)
              for p in version.shipped.packages]
-    said = binary.rewrite(version, "6.1.180-1", newer)
-    assert said == ("6.1.0-51-amd64: 4 of 4 binary pins moved "
-                    "(binaries 6.1.180-1, not the source's 6.1.176-1)")
+    said = binary.rewrite(version, "6.1.999-1", newer)
+    assert said == ("6.1.0-99-amd64: 4 of 4 binary pins moved "
+                    f"(binaries 6.1.999-1, not the source's {version.version})")
     moved = versions.load(path)
-    assert moved.shipped.release == "6.1.0-51-amd64"
+    assert moved.shipped.release == "6.1.0-99-amd64"
+    assert moved.release == "bookworm", "the descriptor's own release is left alone"
     assert list(moved.shipped.packages) == newer
-    assert "the suite's binaries 6.1.180-1: the nearest, pinned on purpose" in path.read_text()
+    assert "the suites' binaries 6.1.999-1: the nearest, pinned on purpose" in path.read_text()
     # back to the source's own version: the note goes, nothing else moves
-    assert binary.rewrite(moved, "6.1.176-1", list(version.shipped.packages)) == \
-        "6.1.0-50-amd64: 4 of 4 binary pins moved"
+    assert binary.rewrite(moved, version.version, list(version.shipped.packages)) == \
+        f"{version.shipped.release}: 4 of 4 binary pins moved"
     assert path.read_text() == DESCRIPTOR.read_text()
 
 

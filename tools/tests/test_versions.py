@@ -18,10 +18,12 @@ def test_unknown_version_lists_valid_ones():
 
 
 def write(tmp_path, stem, **fields):
-    base = dict(name=stem, distribution="debian", suite="bookworm",
-                archive="http://deb.debian.org/debian", component="main",
-                package="linux-source-6.1", version="6.1.1-1", sha256="a" * 64, size=1,
-                ships=["unsigned"])
+    base = dict(name=stem, distribution="debian", release="bookworm",
+                suites=["bookworm-security", "bookworm"],
+                archive="http://deb.debian.org/debian",
+                security_archive="http://security.debian.org/debian-security",
+                component="main", package="linux-source-6.1", suite="bookworm-security",
+                version="6.1.1-1", sha256="a" * 64, size=1, ships=["unsigned"])
     base.update(fields)
     lines = [f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}".replace("'", '"')
              for k, v in base.items()]
@@ -56,6 +58,54 @@ def test_ships_names_fixes_of_the_family(tmp_path):
         versions.load(write(tmp_path, "x-1", ships=["kpatch"]))
     with pytest.raises(InputError, match="x-1.toml: ships must be a list"):
         versions.load(write(tmp_path, "x-1", ships="unsigned"))
+
+
+def test_a_version_names_its_release_and_the_suites_its_users_take_it_from(tmp_path):
+    v = versions.load(write(tmp_path, "x-1"))
+    assert (v.release, v.suites, v.suite, v.upload) == \
+        ("bookworm", ("bookworm-security", "bookworm"), "bookworm-security",
+         "bookworm-security 6.1.1-1")
+    # a -security suite is served from the security archive, the rest from the archive
+    assert [(s.suite, s.archive) for s in v.sources()] == [
+        ("bookworm-security", "http://security.debian.org/debian-security"),
+        ("bookworm", "http://deb.debian.org/debian")]
+    with pytest.raises(InputError, match=r"suite 'bookworm-updates' \(where the pin came "
+                                         r"from\) is not one of suites"):
+        versions.load(write(tmp_path, "x-1", suite="bookworm-updates"))
+    with pytest.raises(InputError, match="no security_archive says where it is served"):
+        path = write(tmp_path, "x-1")
+        path.write_text("".join(line + "\n" for line in path.read_text().splitlines()
+                                if not line.startswith("security_archive")))
+        versions.load(path)
+    with pytest.raises(InputError, match=r"suites\[1\]: '\.\./etc' is not a Debian suite"):
+        versions.load(write(tmp_path, "x-1", suites=["bookworm-security", "../etc"]))
+    with pytest.raises(InputError, match="suites: must be a list of suite names"):
+        versions.load(write(tmp_path, "x-1", suites=[]))
+
+
+def test_a_size_no_deb_has_is_refused(tmp_path):
+    with pytest.raises(InputError, match=r"x-1.toml: size: 100000000000000000000 is not a "
+                                         r"size in bytes \(0 to \d+\)"):
+        versions.load(write(tmp_path, "x-1", size=10 ** 20))
+
+
+def test_a_descriptor_that_is_not_utf8_is_an_input_error(tmp_path):
+    path = write(tmp_path, "x-1")
+    path.write_bytes(path.read_bytes() + b"# caf\xe9\n")
+    with pytest.raises(InputError, match=r"x-1.toml: not UTF-8 text \(byte 0xe9 at offset"):
+        versions.load(path)
+
+
+def test_repository_descriptors_follow_their_users_newest_upload():
+    """Every Debian release's kernel series is a version (bullseye's 6.1 is not
+    served: README), pinned from the suites its users take the kernel from."""
+    pinned = {v.name: (v.release, v.suite, v.package) for v in versions.all_versions()}
+    assert pinned == {
+        "bullseye-5.10": ("bullseye", "bullseye-security", "linux-source-5.10"),
+        "bookworm-6.1": ("bookworm", "bookworm-security", "linux-source-6.1"),
+        "trixie-6.12": ("trixie", "trixie-security", "linux-source-6.12"),
+        "sid-7.2": ("sid", "sid", "linux-source-7.2"),
+        "experimental-7.3": ("experimental", "experimental", "linux-source-7.3")}
 
 
 def test_repository_descriptors_say_which_fixes_ship():

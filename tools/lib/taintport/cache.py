@@ -4,13 +4,19 @@ Default `${XDG_CACHE_HOME:-$HOME/.cache}/taintport`, overridden by
 `--cache DIR` or TAINTPORT_CACHE. One run at a time per version: its tree is
 patched in place and its build dir is shared by its variants, so a second run
 that needs the same version waits (and says so); other versions go on.
+
+A version's tree and build dir are named by its kernel series, not by the
+upload: the next upload of the series replaces the tree (tree/fetch.py) and
+keeps the build dir and ccache, so it rebuilds only what changed.
 """
 import fcntl
 import os
+import shutil
 import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from taintport import names
 
@@ -35,11 +41,13 @@ class Cache:
         return self.root / "debs"
 
     def tree(self, version):
-        """The extracted source of one pinned package version, patched in place."""
-        return self.root / "trees" / version.name / version.version / version.source_dir
+        """The extracted source of the version's series (its pinned upload,
+        tree/fetch.py's UPLOAD file says which), patched in place."""
+        return self.root / "trees" / version.name / version.source_dir
 
     def build(self, version):
-        return self.root / "build" / version.name / version.version
+        """The O= build dir of the series: kept when the pin moves to its next upload."""
+        return self.root / "build" / version.name / version.source_dir
 
     def artifacts(self, version, variant):
         return self.root / "artifacts" / version.name / version.version / variant
@@ -126,3 +134,52 @@ def write_atomic(path, text):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+# Scratch folders (a download, an extraction) are locked (flock on the folder
+# itself) for as long as the run that made them lives; a folder whose lock
+# nobody holds was left by a run that was killed. The parent's SCRATCH_LOCK
+# is taken shared while a folder is made and locked, and exclusively by a
+# sweep, so a sweep never takes a folder in the instant between the two.
+SCRATCH_LOCK = ".scratch.lock"
+
+
+@contextmanager
+def scratch(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new folder in parent, locked while this run lives, removed when the block ends."""
+    parent.mkdir(parents=True, exist_ok=True)
+    with open(parent / SCRATCH_LOCK, "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_SH)
+        path = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(guard, fcntl.LOCK_UN)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(fd)
+
+
+def sweep(parent: Path, prefix: str) -> list[Path]:
+    """Remove the scratch folders named prefix* that killed runs left in parent."""
+    if not parent.is_dir():
+        return []
+    removed = []
+    with open(parent / SCRATCH_LOCK, "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        for path in sorted(parent.glob(prefix + "*")):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            except OSError:
+                continue  # not a folder of ours
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a live run's
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+            finally:
+                os.close(fd)
+    return removed

@@ -63,6 +63,11 @@ def artifacts_option(p):
                         "generated CI pipelines set; else file:// URLs of the folder)")
 
 
+def versions_dir(p):
+    p.add_argument("--versions-dir", type=Path, default=versions.VERSIONS_DIR, metavar="DIR",
+                   help="the version descriptors (default: versions/)")
+
+
 def one_cell(p):
     p.add_argument("--version", required=True, help="a name from versions/")
     p.add_argument("--variant", required=True, choices=series.MATRIX)
@@ -97,12 +102,19 @@ def parser():
 
     p = sub.add_parser("fetch", help="download, verify and extract kernel sources")
     add_common(p)
+    versions_dir(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
 
-    p = sub.add_parser("versions", help="list the pinned kernels; --repin moves pins on purpose")
+    p = sub.add_parser("versions", help="list the pinned kernels; --repin moves pins on "
+                                        "purpose, --outdated lists pins behind their suites")
     add_common(p)
-    p.add_argument("--repin", nargs="+", metavar="NAME",
-                   help="rewrite these descriptors to the newest version their suite has")
+    versions_dir(p)
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--repin", nargs="+", metavar="NAME",
+                      help="rewrite these descriptors to the newest upload their suites serve")
+    what.add_argument("--outdated", action="store_true",
+                      help="list every pin behind what its suites serve now; exit 1 when "
+                           "any is, 0 when none, 2 when an index cannot be read")
 
     p = sub.add_parser("regen", help="rewrite the generated quilt patches from semantic-patches/")
     add_common(p)
@@ -113,6 +125,7 @@ def parser():
     p = sub.add_parser("check", help="run the layer (no build) on every linux-source the "
                                      "suites of versions/ offer now")
     add_common(p)
+    versions_dir(p)
     p.add_argument("--all-point-releases", action="store_true", required=True,
                    help="every linux-source-X.Y version in each suite, one line each")
 
@@ -233,7 +246,7 @@ def run_matrix(args, cache, out, chosen, variants):
 
 
 def cmd_fetch(args, cache):
-    for version in versions.select(names(args.versions)):
+    for version in versions.select(names(args.versions), args.versions_dir):
         log = cache.root / "logs" / f"fetch-{version.name}.log"
         with cache.locked(version.name):
             got = fetch.fetch(cache, version, log)
@@ -244,7 +257,7 @@ def cmd_fetch(args, cache):
 
 def cmd_versions(args, cache):
     if args.repin:
-        for version in versions.select(names(args.repin)):
+        for version in versions.select(names(args.repin), args.versions_dir):
             log = cache.root / "logs" / f"repin-{version.name}.log"
             with cache.locked(version.name):
                 old, new = fetch.repin(cache, version, log)
@@ -253,9 +266,33 @@ def cmd_versions(args, cache):
             print(f"{version.name}: {old} -> {new}" if old != new
                   else f"{version.name}: {old} is still the newest", f"({shipped})")
         return 0
-    for v in versions.select([]):
-        print(f"{v.name:18} {v.suite:13} {v.package} {v.version}  sha256 {v.sha256[:16]}...")
+    if args.outdated:
+        return outdated(versions.select([], args.versions_dir), cache)
+    for v in versions.select([], args.versions_dir):
+        print(f"{v.name:14} {v.release:12} {v.package:17} {v.upload:38} "
+              f"sha256 {v.sha256[:16]}...  (from {', '.join(v.suites)})")
     return 0
+
+
+def outdated(chosen, cache):
+    """Each pin against the newest upload its suites serve: exit 1 when one
+    is behind (a scheduled CI job's "a new security upload is out")."""
+    indexes = fetch.Indexes(cache, cache.root / "logs" / "versions-outdated.log")
+    behind = 0
+    for v in chosen:
+        now = fetch.standing(indexes, v)
+        if now.current:
+            print(f"{v.name:16} {v.upload}: current (the newest in {', '.join(v.suites)})")
+            continue
+        behind += 1
+        newest = f"{now.newest.suite} {now.newest.version}" if now.newest else \
+            "nothing: no suite serves the package any more"
+        if now.newest and now.newest.version == v.version:
+            newest += f" with another sha256 ({now.newest.sha256[:16]}...)"
+        print(f"{v.name:16} {v.upload} -> {newest}  OUTDATED "
+              f"(taintport versions --repin {v.name})")
+    print(f"{behind} of {len(chosen)} pins behind their suites")
+    return 1 if behind else 0
 
 
 def cmd_regen(args, cache):
@@ -288,20 +325,23 @@ def cell_setup(args, cache):
 
 
 def cmd_check(args, cache):
-    templates, seen = [], set()
-    for version in versions.select([]):
-        if version.suite not in seen:
-            seen.add(version.suite)
-            templates.append(version)
+    templates = versions.select([], args.versions_dir)
     log = cache.root / "logs" / "check-point-releases.log"
-    bad = 0
+    outcomes = []
+    start = time.monotonic()
     for o in pointreleases.check_all(cache, templates, log):
-        print(f"{o.suite:13} {o.package:18} {o.version:18} {o.verdict} ({o.seconds:.1f}s)",
+        print(f"{o.suite:18} {o.package:18} {o.version:20} {o.verdict} ({o.seconds:.1f}s)",
               flush=True)
-        bad += o.verdict.startswith("error")
-    # a version the check could not fetch or read says nothing about a kernel: the
-    # run broke (a tree lacking a fix is a finding, not a failure)
-    return 2 if bad else 0
+        outcomes.append(o)
+    broken = sum(o.broken for o in outcomes)
+    unserved = sum(o.verdict.startswith(pointreleases.NOT_SERVED) for o in outcomes)
+    print(f"{len(outcomes)} uploads listed, {len(outcomes) - broken - unserved} checked in "
+          f"{time.monotonic() - start:.0f} s; {unserved} not served by their archive, "
+          f"{broken} could not be checked")
+    # an upload the check could not fetch or read for a reason of its own says
+    # nothing about a kernel: the run broke (a tree lacking a fix is a finding,
+    # not a failure; an upload its archive does not serve is the archive's state)
+    return 2 if broken else 0
 
 
 def cmd_bench(args, cache):

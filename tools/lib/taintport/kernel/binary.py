@@ -16,12 +16,10 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-from dataclasses import replace
 from pathlib import Path
 
-from taintport import names
-from taintport.cache import Cache
+from taintport import debversion, names
+from taintport.cache import Cache, scratch, sweep
 from taintport.digest import tree_digest
 from taintport.errors import InputError, RunError
 from taintport.kernel import build
@@ -50,38 +48,31 @@ def root(cache: Cache, version: Version, shipped: Binary) -> Path:
 
 
 def fetch_packages(cache: Cache, version: Version, shipped: Binary, log: Path) -> list[Path]:
-    """Every pinned .deb, through the suite's private apt configuration and
-    checked against its pin, exactly as the source package is."""
-    debs = []
-    for pin in shipped.packages:
-        as_source = replace(version, package=pin.package, version=pin.version,
-                            sha256=pin.sha256, size=pin.size)
-        deb, _ = fetch.fetch_deb(cache, as_source, log, pin.deb_name)
-        debs.append(deb)
-    return debs
+    """Every pinned .deb, through the private apt configuration of the
+    version's suites and checked against its pin, exactly as the source package is."""
+    indexes = fetch.Indexes(cache, log)
+    return [fetch.fetch_deb(cache, version, log, pin, indexes)[0] for pin in shipped.packages]
 
 
 def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
-    """All packages into target, whole or not at all (a temporary folder
+    """All packages into target, whole or not at all (a scratch folder
     renamed), without the modules the guest never loads (130-390 MB a kernel)."""
     if target.is_dir():
         return
     require("dpkg-deb", "dpkg")
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(".extract-*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by an interrupted run
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".extract-"))
-    try:
+    sweep(target.parent, fetch.EXTRACTING_PREFIX)  # left by a killed run
+    with scratch(target.parent, fetch.EXTRACTING_PREFIX) as tmp:
+        top = tmp / "top"
         for deb in debs:
-            run(["dpkg-deb", "-x", deb, tmp], stage="fetch", log=log)
-        for modules in module_folders(tmp, shipped):
+            run(fetch.orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
+                log=log)
+        for modules in module_folders(top, shipped):
             for module in (modules / "kernel").rglob("*"):
                 if module.is_file() and \
                         not str(module.relative_to(modules)).startswith(shipped.signed_module):
                     module.unlink()
-        os.replace(tmp, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.replace(top, target)
 
 
 def headers_dir(top: Path, shipped: Binary) -> Path:
@@ -232,74 +223,107 @@ def pinned(version: Version) -> Binary:
     return version.shipped
 
 
-# The suite's metapackages that name the newest binary kernel: each depends
-# on its release's packages with (= version), and those on theirs.
-METAPACKAGES = ("linux-image-amd64", "linux-headers-amd64")
+# The packages of a Debian binary kernel the shipped variant takes: the signed
+# image (since 7.x linux-image-<release> depends on linux-binary- and
+# linux-modules-<release>, which hold vmlinuz and the modules), the headers,
+# their common part and linux-kbuild.
 PINNED = re.compile(r"linux-(binary|image|modules|headers|kbuild)-")
+# the image of the default flavour: linux-image-6.1.0-57-amd64,
+# linux-image-6.1.0-0.deb11.52-amd64, linux-image-6.12.118+deb12-amd64,
+# linux-image-7.3-amd64; not -cloud-, -rt-, -unsigned, -dbg, nor a metapackage
+IMAGE = re.compile(r"linux-image-([0-9][0-9a-z.+~]*\.[0-9a-z.+~]*(-[0-9][0-9a-z.+~]*)?-amd64)")
 # the package holding vmlinuz first: since 7.x linux-binary-<release>, whose
 # linux-image-<release> only depends on it and on linux-modules-<release>
 ORDER = ("linux-binary-", "linux-image-", "linux-modules-", "linux-headers-", "linux-kbuild-")
 
 
-def stanza(apt: fetch.PrivateApt, package: str, version: str) -> dict[str, str]:
-    """The index's fields of one package version."""
-    proc = run(["apt-cache", *apt.options(), "show", f"{package}={version}"],
-               stage="fetch", env={"LC_ALL": "C"}, check=False)
-    fields = dict(line.split(": ", 1) for line in proc.stdout.split("\n\n")[0].splitlines()
-                  if ": " in line and not line.startswith(" "))
-    if proc.returncode or "SHA256" not in fields:
-        raise InputError(f"{apt.version.suite}'s index has no {package} {version}")
-    return fields
+def of_series(version: str, series: str) -> bool:
+    """Whether a Debian version is an upload of a kernel series: 6.1.192-3 of 6.1, not of 6.12."""
+    return version == series or version.startswith((f"{series}.", f"{series}~", f"{series}-"))
 
 
 def depends(fields: dict[str, str], default: str) -> list[tuple[str, str]]:
     """(package, version) of each kernel package fields depends on: the
-    version it pins with (= ...), else default (kbuild is unversioned on sid)."""
+    version it pins with (= ...), else default (kbuild is unversioned or >=)."""
     found = []
     for dep in fields.get("Depends", "").split(","):
         m = re.match(r"\s*([a-z0-9][a-z0-9.+-]*)\s*(?:\(\s*=\s*([^) ]+)\s*\))?",
                      dep.split("|")[0])
-        if m and PINNED.match(m.group(1)) and m.group(1) not in METAPACKAGES:
+        if m and PINNED.match(m.group(1)) and IMAGE.fullmatch(m.group(1)) is None:
             found.append((m.group(1), m.group(2) or default))
     return found
 
 
-def newest(apt: fetch.PrivateApt) -> tuple[str, list[Pin]]:
-    """The suite's newest binary kernel: its version, and every package of it
-    the shipped variant needs, followed from the metapackages' Depends."""
-    meta = replace(apt.version, package=METAPACKAGES[0])
-    binary_version = fetch.PrivateApt(apt.root.parent, meta).candidate()
-    if binary_version is None:
-        raise InputError(f"{apt.version.suite} offers no {METAPACKAGES[0]}")
-    todo = [dep for name in METAPACKAGES
-            for dep in depends(stanza(apt, name, binary_version), binary_version)]
+def images(apt: fetch.PrivateApt, series: str) -> list[fetch.Published]:
+    """Every upload of the series' default-flavour signed image the suite lists."""
+    names_ = [n for n in apt.pkgnames("linux-image-") if IMAGE.fullmatch(n)]
+    found = []
+    for fields in apt.show(names_):
+        item = fetch.published_from(fields, apt.source.suite, f"{apt.source.suite} index")
+        # linux-image-6.1-amd64 is bullseye's metapackage of its 6.1 series,
+        # shaped like 7.3's image: a metapackage depends on an image
+        meta = any(IMAGE.fullmatch(dep.strip().split(" ")[0])
+                   for dep in fields.get("Depends", "").split(","))
+        if item is not None and IMAGE.fullmatch(item.package) and not meta and \
+                of_series(item.version, series):
+            found.append(item)
+    return found
+
+
+def nearest(found: list[fetch.Published], wanted: str) -> fetch.Published:
+    """The image of the wanted upload; else the newest older one, else the oldest newer."""
+    exact = [p for p in found if p.version == wanted]
+    if exact:
+        return exact[0]
+    older = sorted((p for p in found if debversion.compare(p.version, wanted) < 0),
+                   key=lambda p: debversion.key(p.version))
+    newer = sorted((p for p in found if debversion.compare(p.version, wanted) > 0),
+                   key=lambda p: debversion.key(p.version))
+    return older[-1] if older else newer[0]
+
+
+def signed_image(indexes: fetch.Indexes, version: Version) -> tuple[str, list[Pin]]:
+    """The binary kernel Debian built from the pinned upload, in the version's
+    suites: its version, and every package of it the shipped variant needs
+    (the image's and the headers' kernel dependencies, followed)."""
+    series = version.package.removeprefix("linux-source-")
+    found = {source: images(indexes.apt(source), series) for source in version.sources()}
+    every = [p for listed in found.values() for p in listed]
+    if not every:
+        raise InputError(f"{', '.join(version.suites)} offer no linux-image of {series} "
+                         "(amd64, signed)")
+    image = nearest(every, version.version)
+    apt = indexes.apt(next(s for s, listed in found.items() if image in listed))
+    named = IMAGE.fullmatch(image.package)
+    assert named is not None  # images() took only such names
+    release = named.group(1)
+    todo = [(image.package, image.version), (f"linux-headers-{release}", image.version)]
     pins: dict[str, Pin] = {}
     while todo:
-        package, version = todo.pop()
+        package, wanted = todo.pop()
         if package in pins:
             continue
-        fields = stanza(apt, package, version)
-        names.package(package, f"{apt.version.suite} index: Package")
-        names.deb_version(version, f"{apt.version.suite} index: {package} Version")
-        pins[package] = Pin(package, version, fields["SHA256"], int(fields.get("Size", 0)))
-        todo += depends(fields, binary_version)
+        fields = next((f for f in apt.show([package]) if f.get("Version") == wanted), None)
+        item = fetch.published_from(fields or {}, apt.source.suite, f"{apt.source.suite} index")
+        if fields is None or item is None:
+            raise InputError(f"{apt.source.suite}'s index has no {package} {wanted}")
+        pins[package] = item.pin
+        todo += depends(fields, image.version)
     if any(p.startswith("linux-binary-") for p in pins):
         pins = {p: pin for p, pin in pins.items() if not p.startswith("linux-image-")}
-    return binary_version, sorted(pins.values(), key=lambda p: (
+    return image.version, sorted(pins.values(), key=lambda p: (
         next(i for i, prefix in enumerate(ORDER) if p.package.startswith(prefix)), p.package))
 
 
 def repin(cache: Cache, version: Version, log: Path) -> str:
-    """Move the [shipped] pins to the suite's newest binary kernel, on
-    purpose, after fetch.repin moved the source; says what it did. Where the
-    suite's newest binary is not the source's version (the archive dropped
-    one of them), the nearest is pinned and the file says so."""
+    """Move the [shipped] pins to the binary kernel of the upload the source
+    is pinned to (fetch.repin moved it first), found in the version's suites;
+    says what it did. Where the suites have no binary of that upload (the
+    signed image lags the source), the nearest is pinned and the file says so."""
     shipped = version.shipped
     if shipped is None:
         return "no [shipped] table"
-    apt = fetch.PrivateApt(cache.apt(), version)
-    apt.update(log)
-    binary_version, pins = newest(apt)
+    binary_version, pins = signed_image(fetch.Indexes(cache, log), version)
     return rewrite(version, binary_version, pins)
 
 
@@ -315,13 +339,16 @@ def rewrite(version: Version, binary_version: str, pins: list[Pin]) -> str:
     if not sep:
         raise InputError(f"{version.path}: no [[shipped.packages]] to rewrite")
     head = re.sub(r"\n# linux-source is .* on purpose\.\n?$", "", head)
-    head, count = re.subn(r'^release = ".*"$', f'release = "{release}"', head, count=1,
+    # the [shipped] table's release (uname -r), not the descriptor's (bookworm)
+    top, table, rest = head.partition("\n[shipped]\n")
+    rest, count = re.subn(r'^release = ".*"$', f'release = "{release}"', rest, count=1,
                           flags=re.M)
-    if count != 1:
+    head = top + table + rest
+    if not table or count != 1:
         raise InputError(f"{version.path}: no 'release =' line in [shipped] to rewrite")
     note = ""
     if binary_version != version.version:
-        note = (f"# linux-source is {version.version}, the suite's binaries "
+        note = (f"# linux-source is {version.version}, the suites' binaries "
                 f"{binary_version}: the nearest, pinned on purpose.\n")
     blocks = "".join(f'\n[[shipped.packages]]\npackage = "{p.package}"\n'
                      f'version = "{p.version}"\nsha256 = "{p.sha256}"\nsize = {p.size}\n'

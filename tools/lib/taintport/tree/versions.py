@@ -1,8 +1,15 @@
-"""Version descriptors: one TOML file per distribution kernel in versions/."""
+"""Version descriptors: one TOML file per distribution kernel in versions/.
+
+A version is one kernel series as a Debian release's users get it: the
+release, the suites they take the kernel from (newest wins: a security
+upload over the point release), and the pin, the newest linux-source-X.Y
+those suites serve, with the suite it came from and its checksum.
+"""
 import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from taintport import names
 from taintport import REPO
@@ -11,12 +18,20 @@ from taintport.layer import engine, fixes
 from taintport.tree import series
 
 VERSIONS_DIR = REPO / "versions"
-FIELDS = ("name", "distribution", "suite", "archive", "component", "package",
-          "version", "sha256", "size", "ships")
+FIELDS = ("name", "distribution", "release", "suites", "archive", "component", "package",
+          "suite", "version", "sha256", "size", "ships")
+# security_archive: where the -security suites are served (Debian: another host);
+# backports: suites a release's users may opt into, read by check --all-point-releases
+# but never pinned from
+OPTIONAL = ("security_archive", "backports", "shipped")
 # the optional [shipped] table: the distribution's own binary kernel of the tree
 BINARY_FIELDS = ("release", "signed_module", "memory", "timeout", "append", "make",
                  "packages")
 PIN_FIELDS = ("package", "version", "sha256", "size")
+# no .deb taintport fetches comes near this (linux-source is 120-170 MB); a
+# pin above it is a typo or a hostile descriptor, refused before any download
+MAX_SIZE = 1 << 34
+SECURITY = "-security"
 # uname -r of a Debian kernel: 6.1.0-50-amd64, 6.12.117+deb13-amd64, 7.3-amd64
 RELEASE = re.compile(r"[0-9][A-Za-z0-9.+~_-]*")
 # a module of the image package, below lib/modules/<release>/, named without
@@ -26,6 +41,14 @@ MODULE_PATH = re.compile(r"kernel(/[A-Za-z0-9_][A-Za-z0-9_.+-]*)+/[a-z0-9_]+\.ko
 MAKE_ASSIGNMENT = re.compile(r"[A-Z][A-Z0-9_]*=[A-Za-z0-9_.,=+-]*")
 # kernel command-line words: name or name=value, no quotes
 APPEND = re.compile(r"[A-Za-z0-9_.,=:/+-]+( [A-Za-z0-9_.,=:/+-]+)*")
+
+
+@dataclass(frozen=True)
+class Source:
+    """One line of a private sources.list: where one suite's index is read."""
+    archive: str
+    suite: str
+    component: str
 
 
 @dataclass(frozen=True)
@@ -72,42 +95,75 @@ class Binary:
 class Version:
     name: str
     distribution: str
-    suite: str
+    release: str                 # whose users run it: bookworm (a codename, or sid)
+    suites: tuple[str, ...]      # where they take the kernel from; the newest is pinned
     archive: str
     component: str
     package: str
+    suite: str                   # the suite the pinned upload came from
     version: str
     sha256: str
     size: int
     path: Path
     ships: tuple[str, ...] = ()  # the fixes of the family this tree carries as shipped
     shipped: Binary | None = None  # the distribution's binary of this tree, if pinned
+    security_archive: str | None = None
+    backports: tuple[str, ...] = ()
 
     @property
-    def source_dir(self):
+    def source_dir(self) -> str:
         """linux-source-6.1 ships usr/src/linux-source-6.1.tar.xz holding linux-source-6.1/."""
         return self.package
 
     @property
-    def tarball(self):
+    def tarball(self) -> str:
         return f"usr/src/{self.package}.tar.xz"
 
     @property
-    def deb_name(self):
-        # apt writes the epoch-less version with ':' escaped; Debian kernels have no epoch
-        return f"{self.package}_{self.version}_all.deb"
+    def deb_name(self) -> str:
+        return Pin(self.package, self.version, self.sha256, self.size).deb_name
+
+    @property
+    def upload(self) -> str:
+        """Where the pinned tree comes from, as reports say it: bookworm-security 6.1.192-3."""
+        return f"{self.suite} {self.version}"
+
+    def source(self, suite: str | None = None) -> Source:
+        """The sources.list line of one of the version's suites (the pin's by default)."""
+        suite = suite or self.suite
+        archive = self.security_archive if suite.endswith(SECURITY) else self.archive
+        assert archive is not None  # load() requires it for a -security suite
+        return Source(archive, suite, self.component)
+
+    def sources(self) -> tuple[Source, ...]:
+        """Every suite its users take the kernel from, as sources.list lines."""
+        return tuple(self.source(s) for s in self.suites)
 
 
-def load(path):
-    path = Path(path)
+def read_toml(path: Path) -> dict[str, Any]:
+    """A descriptor's table; unreadable, non-UTF-8 or malformed is an InputError."""
     try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as err:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise InputError(f"{path}: cannot read version descriptor: {err.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
+                         f"{err.start}); a TOML descriptor must be UTF-8") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: cannot read version descriptor: {err}") from None
+
+
+def load(path: Path | str) -> Version:
+    path = Path(path)
+    data = read_toml(path)
     missing = [f for f in FIELDS if f not in data]
     if missing:
         raise InputError(f"{path}: missing field(s) {', '.join(missing)}")
-    unknown = sorted(set(data) - set(FIELDS) - {"shipped"})
+    unknown = sorted(set(data) - set(FIELDS) - set(OPTIONAL))
     if unknown:
         raise InputError(f"{path}: unknown field(s) {', '.join(unknown)}")
     check_fields(path, data)
@@ -118,10 +174,13 @@ def load(path):
         raise InputError(f"{path}: ships must be a list of fix names")
     data["ships"] = fixes.check_names(ships, f"{path}: ships")
     shipped = load_binary(path, data["shipped"]) if "shipped" in data else None
-    return Version(path=path, shipped=shipped, **{f: data[f] for f in FIELDS})
+    fields = {f: data[f] for f in FIELDS}
+    fields["suites"] = tuple(data["suites"])
+    return Version(path=path, shipped=shipped, security_archive=data.get("security_archive"),
+                   backports=tuple(data.get("backports", ())), **fields)
 
 
-def load_binary(path, table):
+def load_binary(path: Path, table: object) -> Binary:
     """The [shipped] table, each field checked: they become paths in the
     cache, make arguments and the guest's command line."""
     where = f"{path}: [shipped]"
@@ -163,41 +222,70 @@ def load_binary(path, table):
                   make=tuple(make), packages=tuple(pins))
 
 
-def check_pin(where, data):
+def check_size(value: object, where: str) -> int:
+    """A .deb's size in bytes, as an index publishes it: 0 up to MAX_SIZE."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SIZE:
+        raise InputError(f"{where}: {value!r} is not a size in bytes (0 to {MAX_SIZE})")
+    return value
+
+
+def check_pin(where: str, data: dict[str, Any]) -> None:
     """package, version, sha256 and size: the source's pin or a binary's."""
     names.package(data["package"], f"{where} package")
     names.deb_version(data["version"], f"{where} version")
     names.check(names.SHA256, data["sha256"], f"{where} sha256", "64 lower-case hex digits")
-    size = data["size"]
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise InputError(f"{where} size: {size!r} is not a size in bytes")
+    check_size(data["size"], f"{where} size")
 
 
-def check_fields(path, data):
+def check_suites(where: str, value: object, may_be_empty: bool) -> list[str]:
+    if not isinstance(value, list) or not (value or may_be_empty):
+        raise InputError(f"{where}: must be a list of suite names")
+    for i, suite in enumerate(value):
+        names.check(names.SUITE, suite, f"{where}[{i}]", "a Debian suite name")
+    if len(set(value)) != len(value):
+        raise InputError(f"{where}: a suite is named twice")
+    return value
+
+
+def check_fields(path: Path, data: dict[str, Any]) -> None:
     """Each field against what Debian allows: every one of them ends up in a path
     (tree, .deb, private apt configuration) or on a sources.list line."""
     names.version_name(data["name"], f"{path}: name")
     names.check(names.DISTRIBUTION, data["distribution"], f"{path}: distribution",
                 "a distribution name")
+    names.check(names.SUITE, data["release"], f"{path}: release", "a Debian release name")
+    suites = check_suites(f"{path}: suites", data["suites"], may_be_empty=False)
+    backports = check_suites(f"{path}: backports", data.get("backports", []),
+                             may_be_empty=True)
     names.check(names.SUITE, data["suite"], f"{path}: suite", "a Debian suite name")
-    names.check(names.ARCHIVE, data["archive"], f"{path}: archive",
-                "an http(s): or file: archive URL")
+    if data["suite"] not in suites:
+        raise InputError(f"{path}: suite {data['suite']!r} (where the pin came from) is not "
+                         f"one of suites ({', '.join(suites)})")
+    if set(suites) & set(backports):
+        raise InputError(f"{path}: a suite is in both suites and backports")
+    for key in ("archive", "security_archive"):
+        if key in data:
+            names.check(names.ARCHIVE, data[key], f"{path}: {key}",
+                        "an http(s): or file: archive URL")
+    if any(s.endswith(SECURITY) for s in suites + backports) and "security_archive" not in data:
+        raise InputError(f"{path}: a {SECURITY} suite is named but no security_archive "
+                         "says where it is served")
     names.check(names.COMPONENT, data["component"], f"{path}: component",
                 "an archive component")
     check_pin(f"{path}:", data)
 
 
-def series_key(version):
+def series_key(version: Version) -> tuple[tuple[int, ...], str]:
     """Oldest kernel first: linux-source-5.10 before 6.1 before 6.12."""
     numbers = version.package.rsplit("-", 1)[-1].split(".")
     return tuple(int(n) if n.isdigit() else 0 for n in numbers), version.name
 
 
-def all_versions(directory=VERSIONS_DIR):
+def all_versions(directory: Path = VERSIONS_DIR) -> list[Version]:
     return sorted((load(p) for p in Path(directory).glob("*.toml")), key=series_key)
 
 
-def select(names, directory=VERSIONS_DIR):
+def select(names: list[str], directory: Path = VERSIONS_DIR) -> list[Version]:
     """The named versions, in the order of versions/; all of them when names is empty."""
     known = {v.name: v for v in all_versions(directory)}
     if not names:
@@ -209,13 +297,13 @@ def select(names, directory=VERSIONS_DIR):
     return [known[n] for n in names]
 
 
-def check_ships(version, tree):
+def check_ships(version: Version, tree: Path) -> None:
     """The descriptor's ships must be what the tree as shipped has: each fix
     found present (or missing) piece by piece, from upstream's copies of
     the files, whatever variant the tree is in now."""
     tree = Path(tree)
 
-    def read(rel):
+    def read(rel: str) -> str | None:
         return series.upstream_copy(tree, rel).decode(errors="replace") \
             if (tree / rel).is_file() else None
     for state in engine.inspect_fixes(read=read):
