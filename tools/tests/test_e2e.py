@@ -89,7 +89,11 @@ def test_four_variants_as_expected(run):
         assert cells[variant]["timings"]["boot"] > 0
     assert "known bug as shipped: livepatch fix missing" in proc.stdout
     summary_md = (out / "summary.md").read_text()
-    assert "bookworm-6.1 upstream (as shipped): livepatch module tainted K" in summary_md
+    pinned = versions.select([VERSION])[0]
+    assert f"bookworm-6.1 upstream (as shipped in {pinned.upload}): livepatch module " \
+        "tainted K" in summary_md
+    assert f"livepatch module tainted K, its trace events missing: the users of bookworm " \
+        f"({pinned.upload})" in summary_md
     images = {v: c["inputs"]["bzimage_sha256"] for v, c in cells.items()}
     assert images["reverted"] != images["upstream"] != images["backported"]
     assert images["patched"] == images["backported"]

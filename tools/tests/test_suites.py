@@ -166,6 +166,42 @@ def test_version_order_is_dpkgs(pair):
             assert (dpkg == 0) == holds, (left, op, right)
 
 
+def test_reports_name_the_upload_and_which_releases_users_have_the_bug():
+    """The known-bugs list says, per cell, which upload from which suite it
+    booted, and per bug, which releases' users have it."""
+    from taintport.judge.verdict import FixState, Status
+    from taintport.results import report
+    from taintport.results.cells import Cell, Inputs, Matrix
+    from taintport.results.reports import summary
+
+    def known_bug(name, variant, release, suite, package, version):
+        cell = Cell.new(name, variant, {"unsigned": FixState.PRESENT,
+                                        "livepatch": FixState.MISSING})
+        cell.status = Status.KNOWN_BUG
+        cell.inputs = Inputs(package=package, package_version=version, release=release,
+                             suite=suite)
+        return cell
+    cells = [known_bug("bullseye-6.1", "upstream", "bullseye", "bullseye-security",
+                       "linux-source-6.1", "6.1.180-1~deb11u1"),
+             known_bug("bookworm-6.1", "upstream", "bookworm", "bookworm-security",
+                       "linux-source-6.1", "6.1.192-3"),
+             known_bug("bookworm-6.1", "shipped", "bookworm", "bookworm-security",
+                       "linux-image-6.1.0-57-amd64", "6.1.192-3")]
+    lines = report.known_bugs(cells)
+    assert lines[1].startswith("bookworm-6.1 upstream (as shipped in bookworm-security "
+                               "6.1.192-3): livepatch module tainted K")
+    assert lines[2].startswith("bookworm-6.1 shipped (the distribution's binary, "
+                               "linux-image-6.1.0-57-amd64 6.1.192-3 from bookworm-security)")
+    assert report.users_with_bugs(cells) == [
+        "livepatch module tainted K, its trace events missing: the users of bullseye "
+        "(bullseye-security 6.1.180-1~deb11u1); bookworm (bookworm-security 6.1.192-3)"]
+    text = summary.render(Matrix(cells))
+    known = text[text.index("## Known bugs"):text.index("## Fixes of the family")]
+    assert "* livepatch module tainted K, its trace events missing: the users of bullseye" \
+        in known
+    assert "bookworm-6.1  bookworm-security 6.1.192-3" in text  # the build summary
+
+
 def test_an_upload_the_archive_does_not_serve_is_said_and_the_rest_checked(tmp_path, archive,
                                                                           taintport):
     """An index that lists a .deb its archive does not serve (a mirror out of

@@ -60,6 +60,10 @@ class Inputs:
     are hashed into its key."""
     package: str
     package_version: str
+    # where the upload came from: the Debian release whose users run it, and
+    # the suite of its pin (bookworm, bookworm-security); empty in older runs
+    release: str = ""
+    suite: str = ""
     deb_sha256: str = ""
     ships: list[str] = field(default_factory=list)
     series: dict[str, str] = field(default_factory=dict)      # group/name.patch -> sha256
@@ -75,6 +79,11 @@ class Inputs:
     bzimage_sha256: str | None = None   # after the build
     # what an older run recorded that this one does not (semantic_patches_sha256)
     other: dict[str, JSON] = field(default_factory=dict)
+
+    @property
+    def upload(self) -> str:
+        """The upload as reports name it: bookworm-security 6.1.192-3."""
+        return f"{self.suite} {self.package_version}".strip()
 
     def as_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {}

@@ -128,6 +128,12 @@ class Reader:
         def text(key: str) -> str:
             return str(self.field(value, key, str, where, "a string", optional=True) or "")
 
+        def suite(key: str) -> str:
+            """A release or suite name, or empty (a run from before they were recorded)."""
+            name = text(key)
+            return names.check(names.SUITE, name, f"{self.path}: {where}.{key}",
+                               "a Debian suite name") if name else ""
+
         def sha256(key: str) -> str | None:
             return self.field(value, key, (str, type(None)), where, "a sha256 or null",
                               optional=True)
@@ -136,6 +142,7 @@ class Reader:
         return Inputs(package=self.field(value, "package", str, where, "a string"),
                       package_version=self.field(value, "package_version", str, where,
                                                  "a string"),
+                      release=suite("release"), suite=suite("suite"),
                       deb_sha256=text("deb_sha256"),
                       ships=self.strings(value.get("ships", []), f"{where}.ships"),
                       series=series,

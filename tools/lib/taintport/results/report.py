@@ -41,8 +41,9 @@ def summary_of(cell: Cell) -> str:
 
 
 def known_bugs(cells: Sequence[Cell]) -> list[str]:
-    """One line per fix a distribution's tree lacks as shipped: the
-    first thing a release engineer reads ("bookworm-6.1 as shipped: ...")."""
+    """One line per fix a distribution's tree lacks as shipped: the first
+    thing a release engineer reads ("bookworm-6.1 upstream (as shipped in
+    bookworm-security 6.1.192-3): ...")."""
     lines = []
     for cell in cells:
         if cell.status is not Status.KNOWN_BUG:
@@ -56,11 +57,33 @@ def known_bugs(cells: Sequence[Cell]) -> list[str]:
     return lines
 
 
+def users_with_bugs(cells: Sequence[Cell]) -> list[str]:
+    """Per fix the trees as shipped lack: which releases' users have the bug,
+    with the uploads they run ("bookworm (bookworm-security 6.1.192-3)")."""
+    users: dict[str, dict[str, set[str]]] = {}
+    for cell in cells:
+        # a cell of a run from before releases were recorded names none
+        if cell.status is Status.KNOWN_BUG and cell.inputs and cell.inputs.release:
+            for name in cell.missing_fixes():
+                users.setdefault(name, {}).setdefault(cell.inputs.release, set()).add(
+                    cell.inputs.upload)
+    lines = []
+    for name, releases in users.items():
+        fix = fixes.BY_NAME.get(name)
+        who = "; ".join(f"{release} ({', '.join(sorted(uploads))})"
+                        for release, uploads in releases.items())
+        lines.append(f"{fix.info['bug'] if fix else f'fix {name} missing'}: the users of {who}")
+    return lines
+
+
 def as_shipped(cell: Cell) -> str:
-    """Which build of the tree as shipped a cell booted."""
+    """Which build of the tree as shipped a cell booted, from which upload."""
     if cell.variant == series.BINARY and cell.inputs:
         return (f"the distribution's binary, {cell.inputs.package} "
-                f"{cell.inputs.package_version}")
+                f"{cell.inputs.package_version}"
+                + (f" from {cell.inputs.suite}" if cell.inputs.suite else ""))
+    if cell.inputs and cell.inputs.suite:
+        return f"as shipped in {cell.inputs.upload}"
     return "as shipped"
 
 

@@ -54,7 +54,7 @@ def inputs(version: Version, quilt_series: series.Series, variant: str) -> Input
     # (a comment) reuses every cell, and make check's regen --check catches
     # an edit whose patches were not regenerated.
     return Inputs(package=version.package, package_version=version.version,
-                  deb_sha256=version.sha256, ships=list(version.ships),
+                  release=version.release, suite=version.suite, deb_sha256=version.sha256, ships=list(version.ships),
                   series={p: sha256_of(quilt_series.directory / p)
                           for p in quilt_series.for_variant(variant)},
                   fragments={f.name: sha256_of(f) for f in kconfig.fragments(version.name)},
@@ -72,7 +72,7 @@ def binary_inputs(version: Version) -> Inputs:
     image = shipped.packages[0]
     table = json.dumps(dataclasses.asdict(shipped), sort_keys=True)
     return Inputs(package=image.package, package_version=image.version,
-                  deb_sha256=image.sha256, ships=list(version.ships),
+                  release=version.release, suite=version.suite, deb_sha256=image.sha256, ships=list(version.ships),
                   expectations_sha256=sha256_of(verdict.EXPECTATIONS),
                   test_matrix_sha256=tree_digest(REPO / "test-matrix"),
                   binaries={f"{p.package}={p.version}": p.sha256 for p in shipped.packages},

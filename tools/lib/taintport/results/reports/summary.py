@@ -68,12 +68,12 @@ def build_time(cell: Cell) -> str:
 
 
 def build_summary(cells: Sequence[Cell]) -> list[str]:
-    rows = [("version", "package", "built", "build time", "per variant")]
+    rows = [("version", "upload", "built", "build time", "per variant")]
     for version, group in kcidb.by_version(cells).items():
         inputs = next((c.inputs for c in group if c.inputs), None)
         built = sum(1 for c in group if c.kernel_release)
         total = sum(c.timings.build or 0 for c in group)
-        rows.append((version, inputs.package_version if inputs else "-",
+        rows.append((version, inputs.upload if inputs else "-",
                      f"{built}/{len(group)} variants", seconds(total),
                      ", ".join(build_time(c) for c in group)))
     return columns(rows)
@@ -117,6 +117,9 @@ def render(doc: Matrix) -> str:
 
     out += ["", "## Known bugs of the kernels as shipped", ""]
     out += [f"* {line}" for line in report.known_bugs(cells)] or ["none"]
+    users = report.users_with_bugs(cells)
+    if users:
+        out += ["", "Which releases' users have them:", ""] + [f"* {line}" for line in users]
 
     shipped = report.binaries(cells)
     if shipped:
