@@ -39,9 +39,14 @@ ANNOTATE = "/usr/bin/python3 tools/taintport ci --annotate results/$VERSION"
 JOB_MINUTES = 120
 # Inside the job's workspace, because both engines cache only paths there;
 # only the downloads and ccache are kept between pipelines (the trees and
-# build dirs are rebuilt from them), keyed on the kernel's pin.
+# build dirs are rebuilt from them). The downloads are keyed on the kernel's
+# pin (its versions/*.toml): a new upload downloads anew and the old .debs are
+# not carried along. ccache is keyed on the kernel series (the version's
+# name, which a repin keeps): the next upload of the series compiles only
+# what it changed (its tree and build dir have the same paths, cache.py).
 CACHE_DIR = ".cache/taintport"
-KEPT = (f"{CACHE_DIR}/debs/", f"{CACHE_DIR}/ccache/")
+DEBS = f"{CACHE_DIR}/debs/"
+CCACHE = f"{CACHE_DIR}/ccache/"
 # The pipeline variable that narrows a GitLab pipeline to some kernels:
 # names separated by spaces or commas; empty runs them all.
 SELECT = "TAINTPORT_VERSIONS"
@@ -63,10 +68,17 @@ TOOLS = {"gitlab-ci-local": "gitlab-ci-local", "action-validator": "action-valid
 def github(names):
     kernel_steps = [
         {"uses": "actions/checkout@v4"},
-        {"name": "keep downloads and ccache between runs", "uses": "actions/cache@v4",
-         "with": {"path": "\n".join(KEPT),
-                  "key": "taintport-${{ matrix.version }}-"
+        {"name": "keep the pinned downloads between runs", "uses": "actions/cache@v4",
+         "with": {"path": DEBS,
+                  "key": "taintport-debs-${{ matrix.version }}-"
                          "${{ hashFiles(format('versions/{0}.toml', matrix.version)) }}"}},
+        # a cache entry never changes once saved: each run saves its own and
+        # restores the newest of the series (restore-keys), as ccache's docs advise
+        {"name": "keep ccache between runs and uploads of the series",
+         "uses": "actions/cache@v4",
+         "with": {"path": CCACHE,
+                  "key": "taintport-ccache-${{ matrix.version }}-${{ github.run_id }}",
+                  "restore-keys": "taintport-ccache-${{ matrix.version }}-"}},
         {"name": "install the Debian packages", "run": INSTALL},
         {"name": "build, boot and judge the kernel's cells", "run": RUN_KERNEL},
         # annotations on the run page: a kernel regression and a broken run
@@ -157,8 +169,9 @@ def gitlab(names):
             "extends": ".kernel",
             "variables": {"VERSION": name},
             "rules": [{"if": selected_rule(name)}],
-            "cache": {"key": {"files": [f"versions/{name}.toml"]},
-                      "paths": list(KEPT), "when": "always"},
+            "cache": [{"key": {"files": [f"versions/{name}.toml"]},
+                       "paths": [DEBS], "when": "always"},
+                      {"key": f"ccache-{name}", "paths": [CCACHE], "when": "always"}],
         }
     pipeline["report"] = {
         "stage": "report",

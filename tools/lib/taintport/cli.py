@@ -136,6 +136,9 @@ def parser():
     p.add_argument("--out", type=Path, help="results of the bench runs (default "
                                             "results/bench-<timestamp>/)")
     p.add_argument("--parallel", type=int, default=2)
+    p.add_argument("--upload-cost", action="store_true",
+                   help=f"only phase 5: what moving {bench.UPLOAD_COST} to its pin from the "
+                        "upload before costs against its cold build (docs/ is not written)")
 
     p = sub.add_parser("inspect", help="for each fix and each of its pieces: state, "
                                        "file:line, shape")
@@ -345,6 +348,9 @@ def cmd_check(args, cache):
 
 
 def cmd_bench(args, cache):
+    if args.upload_cost:
+        print(bench.upload_table(bench.upload_cost_alone(cache)))
+        return 0
     chosen = versions.select(names(args.versions))
     out = args.out or matrix.REPO / "results" / time.strftime("bench-%Y%m%dT%H%M%S")
     text = bench.run(cache, chosen, out, args.parallel)

@@ -12,7 +12,14 @@ means cold:
   4. a rerun after touching one semantic patch (its mtime only), and one
      after editing it (a comment line, restored afterwards): cells are keyed
      on the generated patches, not on the .cocci files, so neither reruns
-     a cell.
+     a cell;
+  5. what a new upload of a series costs (UPLOAD_COST): bookworm-6.1 built
+     cold from the upload before its pin, with ccache on (as a user's cache
+     and the CI pipelines have it), then moved to its pin: the new tree
+     extracted and compared with the old, and the build again, against the
+     series' cold build of phase 2 (target: at most a quarter). `taintport
+     bench --upload-cost` runs this phase alone, in a cache of its own, and
+     writes nothing to docs/.
 Each timed step starts after a sync, so none pays for an earlier step's writes.
 The naive way (one cold build per variant of each kernel, then the same
 extraction, initramfs and boot work for each, one after another) is computed
@@ -23,16 +30,18 @@ import platform
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from taintport import REPO
+from taintport import REPO, debversion
 from taintport.cache import Cache, write_atomic
-from taintport.errors import RunError
+from taintport.errors import InputError, RunError
 from taintport.kernel import build
 from taintport.layer import engine
 from taintport.results import render
 from taintport.run.matrix import Runner
-from taintport.tree import fetch, series
+from taintport.tree import fetch, series, versions
+from taintport.tree.versions import Version
 
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 
@@ -67,8 +76,8 @@ def quiesce():
     os.sync()
 
 
-def fresh_cache(main, say):
-    bench = Cache(main.root / "bench")
+def fresh_cache(main, say, name="bench"):
+    bench = Cache(main.root / name)
     if bench.root.exists():
         shutil.rmtree(bench.root)
         settle(say)
@@ -126,6 +135,110 @@ def solo_cold_build(cache, version):
     return seconds  # folder stays until the bench ends, like the extractions
 
 
+# the series whose next upload phase 5 measures: its pin, and the upload of
+# the series before it in the pin's suites (6.1.192-2 -> 6.1.192-3 when written)
+UPLOAD_COST = "bookworm-6.1"
+
+
+@dataclass(frozen=True)
+class UploadCost:
+    """A series moved from one upload to the next with its ccache and build folder."""
+    before: str          # "bookworm-security 6.1.192-2"
+    after: str
+    cold: float          # the build stage from an empty build folder and ccache, before
+    extract: float       # the next upload extracted and compared with the old tree
+    build: float         # the build stage again, on the new tree
+    compiled: int        # objects compiled again (make's CC lines)
+    yardstick: float | None = None  # the series' cold build without ccache (phase 2)
+
+    @property
+    def moved(self) -> float:
+        return self.extract + self.build
+
+
+def previous_upload(cache: Cache, version: Version, log: Path) -> Version:
+    """The version pinned to the upload of its series before its pin."""
+    older = [p for p in fetch.Indexes(cache, log).published(version.sources(), version.package)
+             if debversion.compare(p.version, version.version) < 0]
+    if not older:
+        raise InputError(f"{', '.join(version.suites)} offer no {version.package} older than "
+                         f"{version.version}: no upload to move from")
+    p = older[-1]
+    return replace(version, suite=p.suite, version=p.version, sha256=p.sha256, size=p.size)
+
+
+def compiled(log: Path) -> int:
+    """How many objects a build compiled: Kbuild's "  CC " lines."""
+    return sum(1 for line in log.read_text(errors="replace").splitlines()
+               if line.startswith("  CC "))
+
+
+def upload_cost(parent: Cache, version: Version, logs_to: Path, say=print,
+                name: str = "upload") -> UploadCost:
+    """Phase 5, in a fresh cache of its own below parent (so nothing an earlier
+    phase built is reused): the series built cold from the upload before the
+    pin, then moved to the pin, ccache on (empty at first); the .debs fetched
+    first (the network is not measured). Its logs go to logs_to."""
+    cache = fresh_cache(parent, say, name)
+    logs = cache.root / "logs"
+    disabled = os.environ.pop("CCACHE_DISABLE", None)
+    try:
+        before = previous_upload(cache, version, logs / "bench-upload-fetch.log")
+        for each in (before, version):
+            fetch.fetch_deb(cache, each, logs / "bench-upload-fetch.log")
+        say(f"bench phase 5: {version.name} cold at {before.upload}, ccache on")
+        with cache.locked(version.name):
+            quilt = series.load(version.name)
+            tree = fetch.fetch(cache, before, logs / "bench-upload-fetch.log").tree
+            series.switch(tree, quilt, "upstream", logs / "bench-upload.log")
+            _, cold = timed(build.build_variant, tree, cache.build(before), version.name,
+                            cache.artifacts(before, "upstream"), logs / "bench-upload-cold.log",
+                            build.default_jobs(), cache.root)
+            say(f"bench phase 5: moved to {version.upload}")
+            fetched, extract = timed(fetch.fetch, cache, version,
+                                     logs / "bench-upload-fetch.log")
+            series.switch(fetched.tree, quilt, "upstream", logs / "bench-upload.log")
+            move_log = logs / "bench-upload-move.log"
+            _, again = timed(build.build_variant, fetched.tree, cache.build(version),
+                             version.name, cache.artifacts(version, "upstream"), move_log,
+                             build.default_jobs(), cache.root)
+        return UploadCost(before.upload, version.upload, cold, extract, again,
+                          compiled(move_log))
+    finally:
+        if disabled is not None:
+            os.environ["CCACHE_DISABLE"] = disabled
+        if logs.exists():
+            shutil.copytree(logs, logs_to, dirs_exist_ok=True)
+        shutil.rmtree(cache.root)
+
+
+def upload_cost_alone(main_cache: Cache, say=print) -> UploadCost:
+    """`taintport bench --upload-cost`: phase 5 alone (main_cache/upload, the
+    .debs linked in from main_cache); its logs in results/bench-upload-<time>/."""
+    return upload_cost(main_cache, versions.select([UPLOAD_COST])[0],
+                       REPO / "results" / time.strftime("bench-upload-%Y%m%dT%H%M%S"), say,
+                       "bench-upload")
+
+
+def upload_table(cost: UploadCost) -> str:
+    cold = cost.yardstick or cost.cold
+    return f"""## A new upload of a series
+
+{UPLOAD_COST} moved from {cost.before} to {cost.after}: the tree is kept per
+series (the new upload extracted beside it, every unchanged file keeping its
+time) and so are the build folder and ccache (on here, as in a user's cache
+and the CI pipelines).
+
+| step | seconds |
+|---|---|
+| cold build of {cost.before} (build stage: kernel, test modules, agent; ccache empty) | {cost.cold:.0f} |
+| {cost.after}: extract and compare with the old tree | {cost.extract:.1f} |
+| {cost.after}: the build stage again ({cost.compiled} objects compiled) | {cost.build:.1f} |
+| moving the pin, in all | **{cost.moved:.1f}** |
+| against the series' cold build{' alone (phase 2, ccache off)' if cost.yardstick else ''} | **{cost.moved / cold:.2f}** (target <= 0.25) |
+"""
+
+
 def run(main_cache, chosen, out, parallel=2):
     os.environ["CCACHE_DISABLE"] = "1"
     say = print
@@ -166,6 +279,11 @@ def run(main_cache, chosen, out, parallel=2):
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.reused)
     if code != 0:
         raise RunError("bench", f"the rerun after the edit exited {code}; see {out / 'edited'}")
+    upload = None
+    moved = [v for v in chosen if v.name == UPLOAD_COST]
+    if moved:
+        upload = replace(upload_cost(cache, moved[0], out / "logs" / "upload", say),
+                         yardstick=solo[UPLOAD_COST])
     # The cells' reports and logs are in out already; the bench's own logs
     # (solo builds, extractions, layers) join them. The rest of the cache is
     # scratch, and deleting it at the start of the next run would slow that
@@ -173,10 +291,11 @@ def run(main_cache, chosen, out, parallel=2):
     shutil.copytree(cache.root / "logs", out / "logs", dirs_exist_ok=True)
     shutil.rmtree(cache.root)
     return table(chosen, cells, wall, solo, layers, extracts, warm, touched,
-                 (edited, rerun), parallel)
+                 (edited, rerun), parallel, upload)
 
 
-def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
+def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel,
+          upload=None):
     by = {c.where: c.timings.as_json() for c in cells}
     taken = {c.where: c.reused_from for c in cells if c.reused_from}
 
@@ -258,6 +377,8 @@ check's `regen --check` catches an edit whose patches were not regenerated).
 The fragments include `kconfigs/livepatch.config` (CONFIG_LIVEPATCH with
 FUNCTION_TRACER, DYNAMIC_FTRACE, KALLSYMS_ALL, UNWINDER_ORC) on every kernel.
 """
+    if upload is not None:
+        text += "\n" + upload_table(upload)
     return text
 
 
