@@ -79,3 +79,18 @@ def test_a_later_fragment_overrides_an_earlier_one(tmp_path):
     opts = {o.name: o for o in kconfig.merged([first, second])}
     assert opts["CONFIG_A"].value == "n" and opts["CONFIG_A"].where == f"{second}:1"
     assert opts["CONFIG_B"].value == "y"
+
+
+def test_a_new_upload_of_the_tree_makes_its_config_again(tmp_path):
+    """The build dir outlives an upload: its .config is remade when the tree's
+    upload changed (its Kconfig may have), not only when a fragment did."""
+    from taintport.tree.fetch import UPLOAD
+    frag = tmp_path / "base.config"
+    frag.write_text("CONFIG_X=y\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / UPLOAD).write_text("linux-source-6.1 6.1.192-2 " + "2" * 64 + "\n")
+    before = kconfig.inputs_digest([frag], tree)
+    assert kconfig.inputs_digest([frag], tree) == before
+    (tree / UPLOAD).write_text("linux-source-6.1 6.1.192-3 " + "3" * 64 + "\n")
+    assert kconfig.inputs_digest([frag], tree) != before

@@ -12,6 +12,7 @@ from taintport import REPO
 from taintport.errors import InputError, RunError
 from taintport.process import NICE_LEVEL, run
 from taintport.tree import versions
+from taintport.tree.fetch import UPLOAD
 
 KCONFIG_DIR = REPO / "kconfigs"
 LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
@@ -116,19 +117,27 @@ def validate(tree, config_path, options):
                          + "\n".join(wrong))
 
 
-def inputs_digest(frags):
+def inputs_digest(frags, tree=None):
+    """What a .config is made from: the fragments, and the upload of the tree
+    (its Kconfig files: the build dir outlives an upload, tree/fetch.py)."""
     digest = hashlib.sha256()
     for frag in frags:
         digest.update(frag.name.encode() + b"\0" + frag.read_bytes())
+    upload = Path(tree) / UPLOAD if tree is not None else None
+    if upload is not None and upload.is_file():
+        digest.update(b"upload\0" + upload.read_bytes())
     return digest.hexdigest()
 
 
 def configure(tree, build_dir, frags, log, make_args):
-    """Write build_dir/.config unless it already came from the same fragments."""
+    """Write build_dir/.config unless it already came from the same fragments
+    and the same upload. A new upload's config is made again as a cold build
+    makes it (a Kconfig it changed could otherwise leave a config no cold
+    build has); where it comes out the same, Kbuild rebuilds nothing for it."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = build_dir / ".taintport-config"
-    digest = inputs_digest(frags)
+    digest = inputs_digest(frags, tree)
     config = build_dir / ".config"
     options = merged(frags)
     if config.exists() and stamp.exists() and stamp.read_text().strip() == digest:

@@ -4,24 +4,23 @@ No build and no full extraction. The suites read are every one a version
 names: where its release's users take the kernel from (the release, its
 -updates and -security suites) and the backports they may opt into. For
 each linux-source-X.Y version those suites list now, the .deb is fetched
-(and checked against the index's size and SHA256; the next one downloads
-while this one is read), only the files the layer's pieces live in are
-pulled out of its source tarball, and the layer must report each fix as the
-tree has it. A point release of a series some version pins is then brought
+(and checked against the index's size and SHA256), only the files the
+layer's pieces live in are pulled out of its source tarball (a thread ahead
+does both for the next upload while the layer runs on this one), and the
+layer must report each fix as the tree has it. A point release of a series some version pins is then brought
 to the full pre-fix state by that version's reverted-full/ (fuzz 0), and
 the layer carried onto it must give the files as shipped back, byte for
 byte (as `regen --check` does for the pin itself). A .deb two suites share
 (a point release that also went out as a security upload) is read once.
 """
-import os
 import re
 import subprocess
-import tarfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 from taintport.cache import Cache, scratch, sweep
 from taintport.errors import InputError, RunError, TaintportError
@@ -97,45 +96,29 @@ def piece_files(deb: Path, package: str, dest: Path,
                 files: list[str] = PIECE_FILES) -> Path:
     """Stream the .deb's source tarball and keep only the layer's files.
 
-    dpkg-deb | tar | xz as argument lists (no shell: the cache path is any
-    folder name), each one's exit status checked, each ended with this one."""
-    wanted = {f"{package}/{rel}" for rel in files}
+    dpkg-deb | tar | xz | tar as argument lists (no shell: the cache path is
+    any folder name), each one's exit status checked, each ended with this
+    one. The last tar extracts the named members only (GNU tar, in C: reading
+    the 1.4 GB stream with Python's tarfile took three times as long); a name
+    this tree does not have is no error, anything else tar says is."""
+    members = [f"{package}/{rel}" for rel in files]
     stages: list[subprocess.Popen[bytes]] = []
     said = fetch.StderrTail()
-    failure = None
     try:
         upstream: IO[bytes] | None = None
         for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
                     ["tar", "-xO", f"./usr/src/{package}.tar.xz"],
-                    ["xz", "-dc", "-T0"]):
-            proc = spawn(fetch.orphan_proof(cmd), stdin=upstream, stdout=subprocess.PIPE,
-                         stderr=said.fd)
+                    ["xz", "-dc", "-T0"],
+                    ["tar", "-x", "--no-same-owner", "-C", str(dest), "--", *members]):
+            last = len(stages) == 3
+            proc = spawn(fetch.orphan_proof(cmd), stdin=upstream, stderr=said.fd,
+                         stdout=None if last else subprocess.PIPE)
             if upstream is not None:
                 upstream.close()
             upstream = proc.stdout
             stages.append(proc)
         said.started()
-        assert upstream is not None  # the last stage's stdout is a pipe
-        try:
-            # read in MB blocks: 1.4 GB skipped in tarfile's 10 kB default took seconds
-            with tarfile.open(fileobj=upstream, mode="r|", bufsize=1 << 20) as tar:
-                for info in tar:
-                    if info.name in wanted and info.isfile():
-                        member = tar.extractfile(info)
-                        assert member is not None  # a regular file has its data
-                        target = dest / info.name.split("/", 1)[1]
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        target.write_bytes(member.read())
-            while upstream.read(1 << 20):
-                pass  # the padding after the archive: xz must not die of SIGPIPE
-        except tarfile.TarError as err:
-            failure = f"; not a tar stream ({err})"
-        finally:
-            upstream.close()
-        for proc in stages:
-            if failure is not None:
-                kill_group(proc)  # a stage may still be writing into the closed pipe
-            proc.wait()
+        codes = tuple(proc.wait() for proc in stages)
     except BaseException:
         for proc in stages:
             kill_group(proc)
@@ -144,13 +127,21 @@ def piece_files(deb: Path, package: str, dest: Path,
         said.started()
         for proc in stages:
             reap(proc)
-    codes = tuple(proc.returncode for proc in stages)
-    if failure or any(codes):
+    told = said.text().strip()
+    absent = {f"tar: {m}: Not found in archive" for m in members} | {
+        "tar: Exiting with failure status due to previous errors"}
+    # GNU tar exits 2 for a named member the archive lacks (kernel/module.c on 6.1)
+    only_absent = codes[3] == 2 and all(line in absent for line in told.splitlines())
+    if any(codes[:3]) or (codes[3] and not only_absent):
         raise RunError("check", f"{deb.name}: reading {package}.tar.xz failed "
-                       f"(dpkg-deb | tar | xz exit codes {codes}{failure or ''})",
-                       said.text().strip())
-    (dest / "kernel").mkdir(exist_ok=True)
-    return dest
+                       f"(dpkg-deb | tar | xz | tar exit codes {codes})", told)
+    for rel in files:
+        path = dest / package / rel
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise RunError("check", f"{deb.name}: {package}/{rel} is not a regular file")
+    tree = dest / package
+    (tree / "kernel").mkdir(parents=True, exist_ok=True)
+    return tree
 
 
 def as_version(offer: Offer) -> Version:
@@ -160,29 +151,67 @@ def as_version(offer: Offer) -> Version:
                    suite=p.suite, suites=(p.suite,), name=f"{p.suite}-{p.package}")
 
 
-def check_one(cache: Cache, template: Version, published: fetch.Published, log: Path,
-              quilt: series.Series | None = None, deb: Path | None = None) -> Outcome:
-    """The layer on one offered upload (deb: already fetched; else fetched here)."""
-    start = time.monotonic()
-    version = as_version(Offer(template, published))
+@dataclass
+class Pieces:
+    """An offered upload's layer files, read into a scratch folder that
+    `done` removes (read by the ahead thread, judged by the caller's)."""
+    tree: Path
+    done: ExitStack
+
+
+def read(cache: Cache, offer: Offer, quilt: series.Series | None, log: Path,
+         indexes: fetch.Indexes | None = None, keep: Callable[[str], bool] = lambda _: True
+         ) -> Pieces:
+    """Fetch the upload's .deb (dropped afterwards unless keep(sha256)) and
+    read the files the layer and the full pre-fix state look at."""
+    p = offer.published
+    deb, _ = fetch.fetch_deb(cache, as_version(offer), log, None, indexes)
+    done = ExitStack()
     try:
-        if deb is None:
-            deb, _ = fetch.fetch_deb(cache, version, log)
-        scratch_root = cache.root / "check"
-        with scratch(scratch_root, SCRATCH) as tmp:
-            files = sorted(set(PIECE_FILES) | (regen.full_state_files(quilt) if quilt else set()))
-            tree = piece_files(deb, published.package, tmp, files)
-            as_shipped = engine.generate(tree)
-            verdict = as_shipped.summary
-            if quilt:
-                verdict += "; " + full_state(tree, quilt, version.name, as_shipped, log)
+        tmp = done.enter_context(scratch(cache.root / "check", SCRATCH))
+        files = sorted(set(PIECE_FILES) | (regen.full_state_files(quilt) if quilt else set()))
+        tree = piece_files(deb, p.package, tmp, files)
+    except BaseException:
+        done.close()
+        raise
+    finally:
+        if not keep(p.sha256):
+            deb.unlink(missing_ok=True)  # 150 MB each: keep only what the matrix pins
+    return Pieces(tree, done)
+
+
+def judge(pieces: Pieces, quilt: series.Series | None, name: str, log: Path) -> str:
+    """The layer's verdict on the upload as shipped, and on its full pre-fix state."""
+    with pieces.done:
+        as_shipped = engine.generate(pieces.tree)
+        verdict = as_shipped.summary
+        if quilt:
+            verdict += "; " + full_state(pieces.tree, quilt, name, as_shipped, log)
+    return verdict
+
+
+def outcome_of(offer: Offer, work: Callable[[], str], start: float) -> Outcome:
+    """The Outcome of work (the verdict), or of why it could not be made."""
+    p = offer.published
+    try:
+        verdict = work()
+    except fetch.NotServed as err:
+        # listed but not served: every upload the archive serves is still checked
+        verdict = NOT_SERVED + str(err).splitlines()[0].removeprefix("fetch: ")
     except TaintportError as err:
         verdict = "error: " + str(err).splitlines()[0]
     except OSError as err:
-        verdict = "error: " + str(fetch.disk_error(err, f"reading {published.package} "
-                                                   f"{published.version}", cache.root))
-    return Outcome(published.suite, published.package, published.version, verdict,
-                   time.monotonic() - start)
+        verdict = "error: " + str(fetch.disk_error(err, f"reading {p.package} {p.version}",
+                                                   Path(err.filename or ".")))
+    return Outcome(p.suite, p.package, p.version, verdict, time.monotonic() - start)
+
+
+def check_one(cache: Cache, template: Version, published: fetch.Published, log: Path,
+              quilt: series.Series | None = None) -> Outcome:
+    """The layer on one offered upload, fetched here."""
+    offer = Offer(template, published)
+    return outcome_of(offer, lambda: judge(read(cache, offer, quilt, log), quilt,
+                                           as_version(offer).name, log), time.monotonic())
 
 
 def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: engine.LayerPatch,
@@ -209,8 +238,10 @@ def offers(indexes: fetch.Indexes, templates: list[Version]) -> list[Offer]:
 
 def check_all(cache: Cache, templates: list[Version], log: Path,
               keep_debs: bool = False) -> Iterator[Outcome]:
-    """One Outcome per offered upload, suite by suite; the next .deb downloads
-    while one is read, and only the .debs a version pins stay in the cache."""
+    """One Outcome per offered upload, suite by suite. A thread ahead fetches
+    the next upload and reads its files (xz on both cores) while the layer
+    (spatch, one core) runs on this one; only the .debs a version pins stay
+    in the cache."""
     indexes = fetch.Indexes(cache, log)
     todo = offers(indexes, templates)
     sweep(cache.root / "check", SCRATCH)
@@ -219,48 +250,30 @@ def check_all(cache: Cache, templates: list[Version], log: Path,
     first: dict[str, Outcome] = {}  # by sha256: a .deb two suites list is read once
     unique = [o for i, o in enumerate(todo)
               if o.published.sha256 not in {x.published.sha256 for x in todo[:i]}]
-    downloads: dict[str, Future[tuple[Path, bool]]] = {}
+    quilts = {id(o): quilt_for(o.published.package, o.template.release, templates)
+              for o in unique}
+    reading: dict[int, Future[Pieces]] = {}
     try:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="download") as ahead:
-            def download(index: int) -> None:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead") as ahead:
+            def read_ahead(index: int) -> None:
                 if index < len(unique):
                     offer = unique[index]
-                    downloads[offer.published.sha256] = ahead.submit(
-                        fetch.fetch_deb, cache, as_version(offer), log, None, indexes)
-            download(0)
+                    reading[id(offer)] = ahead.submit(
+                        read, cache, offer, quilts[id(offer)], log, indexes,
+                        lambda sha256: keep_debs or sha256 in pinned)
+            read_ahead(0)
             for offer in todo:
                 p = offer.published
                 if p.sha256 in first:
                     yield replace(first[p.sha256], suite=p.suite, seconds=0.0)
                     continue
-                download(unique.index(offer) + 1)
-                yield check_downloaded(cache, offer, templates, log, downloads[p.sha256],
-                                       first)
-                deb = cache.debs() / p.pin.deb_name
-                if not keep_debs and p.sha256 not in pinned and deb.exists():
-                    os.unlink(deb)  # 150 MB each: keep only what the matrix pins
+                read_ahead(unique.index(offer) + 1)
+                start = time.monotonic()
+                pieces = reading[id(offer)]
+                outcome = outcome_of(offer, lambda: judge(
+                    pieces.result(), quilts[id(offer)], as_version(offer).name, log), start)
+                first[p.sha256] = outcome
+                yield outcome
     except KeyboardInterrupt:
-        stop_all()  # a download still running is ended, not waited for
+        stop_all()  # a download or read still running is ended, not waited for
         raise
-
-
-def check_downloaded(cache: Cache, offer: Offer, templates: list[Version], log: Path,
-                     download: Future[tuple[Path, bool]], first: dict[str, Outcome]) -> Outcome:
-    p = offer.published
-    start = time.monotonic()
-    quilt = quilt_for(p.package, offer.template.release, templates)
-    try:
-        deb, _ = download.result()
-    except fetch.NotServed as err:
-        # listed but not served: every upload the archive serves is still checked
-        outcome = Outcome(p.suite, p.package, p.version,
-                          NOT_SERVED + str(err).splitlines()[0].removeprefix("fetch: "),
-                          time.monotonic() - start)
-    except TaintportError as err:
-        outcome = Outcome(p.suite, p.package, p.version, "error: " + str(err).splitlines()[0],
-                          time.monotonic() - start)
-    else:
-        outcome = check_one(cache, offer.template, p, log, quilt, deb)
-        outcome = replace(outcome, seconds=outcome.seconds + time.monotonic() - start)
-    first[p.sha256] = outcome
-    return outcome
