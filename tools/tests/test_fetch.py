@@ -235,6 +235,9 @@ def test_the_next_upload_keeps_the_series_build_folder(tmp_path):
     assert (build / "vmlinux").exists(), "the build folder is kept"
     assert fetch.extracted(tree) == f"{PKG} 9.9.2-1 {sha(two)}\n"
     assert "files unchanged since linux-source-9.9 9.9.1-1" in (tmp_path / "log").read_text()
+    deadline = time.monotonic() + 60  # the old tree is deleted by a thread of its own
+    while list(tree.parent.glob(".extract-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not list(tree.parent.glob(".extract-*"))
     # no old tree: nothing to compare with, so the build folder goes
     subprocess.run(["rm", "-rf", str(tree)], check=True)

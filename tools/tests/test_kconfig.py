@@ -81,16 +81,21 @@ def test_a_later_fragment_overrides_an_earlier_one(tmp_path):
     assert opts["CONFIG_B"].value == "y"
 
 
-def test_a_new_upload_of_the_tree_makes_its_config_again(tmp_path):
-    """The build dir outlives an upload: its .config is remade when the tree's
-    upload changed (its Kconfig may have), not only when a fragment did."""
-    from taintport.tree.fetch import UPLOAD
+def test_a_new_upload_makes_its_config_again_only_when_its_kconfig_changed(tmp_path):
+    """The build dir outlives an upload: its .config is made again when the
+    tree's Kconfig files changed, not for every upload."""
+    from taintport.tree import fetch
     frag = tmp_path / "base.config"
     frag.write_text("CONFIG_X=y\n")
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    (tree / UPLOAD).write_text("linux-source-6.1 6.1.192-2 " + "2" * 64 + "\n")
-    before = kconfig.inputs_digest([frag], tree)
-    assert kconfig.inputs_digest([frag], tree) == before
-    (tree / UPLOAD).write_text("linux-source-6.1 6.1.192-3 " + "3" * 64 + "\n")
-    assert kconfig.inputs_digest([frag], tree) != before
+    trees = []
+    for name, kconfig_text, source in (("one", "config X\n", "a"), ("two", "config X\n", "b"),
+                                       ("three", "config X\n\tdefault y\n", "b")):
+        tree = tmp_path / name
+        (tree / "init").mkdir(parents=True)
+        (tree / "init" / "Kconfig").write_text(kconfig_text)
+        (tree / "init" / "main.c").write_text(source)  # not part of the configuration
+        (tree / fetch.KCONFIG).write_text(fetch.kconfig_digest(tree) + "\n")
+        trees.append(tree)
+    one, two, three = (kconfig.inputs_digest([frag], t) for t in trees)
+    assert one == two, "a source file changed: the config stays"
+    assert one != three, "a Kconfig changed: the config is made again"

@@ -12,7 +12,7 @@ from taintport import REPO
 from taintport.errors import InputError, RunError
 from taintport.process import NICE_LEVEL, run
 from taintport.tree import versions
-from taintport.tree.fetch import UPLOAD
+from taintport.tree.fetch import KCONFIG, UPLOAD
 
 KCONFIG_DIR = REPO / "kconfigs"
 LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
@@ -118,22 +118,25 @@ def validate(tree, config_path, options):
 
 
 def inputs_digest(frags, tree=None):
-    """What a .config is made from: the fragments, and the upload of the tree
-    (its Kconfig files: the build dir outlives an upload, tree/fetch.py)."""
+    """What a .config is made from: the fragments, and the tree's Kconfig
+    files (fetch.py's digest of them, or where a tree has none, its upload):
+    the build dir outlives an upload of its series."""
     digest = hashlib.sha256()
     for frag in frags:
         digest.update(frag.name.encode() + b"\0" + frag.read_bytes())
-    upload = Path(tree) / UPLOAD if tree is not None else None
-    if upload is not None and upload.is_file():
-        digest.update(b"upload\0" + upload.read_bytes())
+    for name in (KCONFIG, UPLOAD):
+        made_of = Path(tree) / name if tree is not None else None
+        if made_of is not None and made_of.is_file():
+            digest.update(name.encode() + b"\0" + made_of.read_bytes())
+            break
     return digest.hexdigest()
 
 
 def configure(tree, build_dir, frags, log, make_args):
     """Write build_dir/.config unless it already came from the same fragments
-    and the same upload. A new upload's config is made again as a cold build
-    makes it (a Kconfig it changed could otherwise leave a config no cold
-    build has); where it comes out the same, Kbuild rebuilds nothing for it."""
+    and the same Kconfig files. A new upload whose Kconfig changed is
+    configured again as a cold build would be (it could otherwise keep a
+    config no cold build has); one whose Kconfig did not keeps its config."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp = build_dir / ".taintport-config"

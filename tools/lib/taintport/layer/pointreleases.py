@@ -14,18 +14,17 @@ byte (as `regen --check` does for the pin itself). A .deb two suites share
 (a point release that also went out as a security upload) is read once.
 """
 import re
-import subprocess
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Callable, Iterator
+from typing import Callable, Iterator
 
 from taintport.cache import Cache, scratch, sweep
 from taintport.errors import InputError, RunError, TaintportError
 from taintport.layer import engine, fixes, regen
-from taintport.process import kill_group, reap, spawn, stop_all
+from taintport.process import stop_all
 from taintport.tree import fetch, series
 from taintport.tree.versions import Source, Version
 
@@ -96,45 +95,18 @@ def piece_files(deb: Path, package: str, dest: Path,
                 files: list[str] = PIECE_FILES) -> Path:
     """Stream the .deb's source tarball and keep only the layer's files.
 
-    dpkg-deb | tar | xz | tar as argument lists (no shell: the cache path is
-    any folder name), each one's exit status checked, each ended with this
-    one. The last tar extracts the named members only (GNU tar, in C: reading
-    the 1.4 GB stream with Python's tarfile took three times as long); a name
-    this tree does not have is no error, anything else tar says is."""
+    GNU tar extracts the named members (reading the 1.4 GB stream with
+    Python's tarfile took three times as long); a name this tree does not
+    have is no error, anything else tar says is."""
     members = [f"{package}/{rel}" for rel in files]
-    stages: list[subprocess.Popen[bytes]] = []
-    said = fetch.StderrTail()
-    try:
-        upstream: IO[bytes] | None = None
-        for cmd in (["dpkg-deb", "--fsys-tarfile", str(deb)],
-                    ["tar", "-xO", f"./usr/src/{package}.tar.xz"],
-                    ["xz", "-dc", "-T0"],
-                    ["tar", "-x", "--no-same-owner", "-C", str(dest), "--", *members]):
-            last = len(stages) == 3
-            proc = spawn(fetch.orphan_proof(cmd), stdin=upstream, stderr=said.fd,
-                         stdout=None if last else subprocess.PIPE)
-            if upstream is not None:
-                upstream.close()
-            upstream = proc.stdout
-            stages.append(proc)
-        said.started()
-        codes = tuple(proc.wait() for proc in stages)
-    except BaseException:
-        for proc in stages:
-            kill_group(proc)
-        raise
-    finally:
-        said.started()
-        for proc in stages:
-            reap(proc)
-    told = said.text().strip()
+    codes, told = fetch.untar(deb, f"usr/src/{package}.tar.xz", dest, members)
     absent = {f"tar: {m}: Not found in archive" for m in members} | {
         "tar: Exiting with failure status due to previous errors"}
     # GNU tar exits 2 for a named member the archive lacks (kernel/module.c on 6.1)
-    only_absent = codes[3] == 2 and all(line in absent for line in told.splitlines())
+    only_absent = codes[3] == 2 and all(line in absent for line in told.strip().splitlines())
     if any(codes[:3]) or (codes[3] and not only_absent):
         raise RunError("check", f"{deb.name}: reading {package}.tar.xz failed "
-                       f"(dpkg-deb | tar | xz | tar exit codes {codes})", told)
+                       f"(dpkg-deb | tar | xz | tar exit codes {codes})", told.strip())
     for rel in files:
         path = dest / package / rel
         if path.is_symlink() or (path.exists() and not path.is_file()):
