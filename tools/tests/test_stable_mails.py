@@ -44,8 +44,8 @@ def test_a_61_mail_applies_with_git_am_and_says_who_and_why(tmp_path):
     assert "\ncommit e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 upstream.\n" in text
     message, below = text.split("\n---\n", 1)
     assert message.endswith(f"Signed-off-by: {SENDER}"), "the sender signs last"
-    reason = below.split("\n kernel/tracepoint.c |")[0]
-    assert "livepatch module is tainted K" in reason and "Debian bookworm" in reason
+    reason = " ".join(below.split("\n kernel/tracepoint.c |")[0].split())  # as wrapped
+    assert "livepatch module is tainted K" in reason and "Debian bookworm (" in reason
     assert "\nindex " in below and "\n-- \n" not in text, "index lines; no signature"
 
     repo = git_repository(tmp_path / "repo", files_of(tree))

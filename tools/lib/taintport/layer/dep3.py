@@ -173,7 +173,7 @@ def patch_file(fix_patch: FixPatch, series: str, identity: Identity | None,
 
 def affected(fix_patch: FixPatch) -> list[str]:
     """The distribution kernels of versions/ that ship without the fix."""
-    return [f"{v.distribution.capitalize()} {v.suite} ({v.package} {v.version})"
+    return [f"{v.distribution.capitalize()} {v.release} ({v.package} {v.version}, {v.suite})"
             for v in versions.all_versions() if fix_patch.fix.name not in v.ships]
 
 
