@@ -9,7 +9,7 @@ PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
 .PHONY: deps ci-tools matrix check unit typecheck agent-check e2e report ci ci-check ci-local \
-	bench regen point-releases
+	bench regen point-releases outdated
 
 deps:
 	@sh tools/install-deps
@@ -66,3 +66,8 @@ regen: deps
 # The layer (no build) on every linux-source version the suites offer now.
 point-releases: deps
 	$(TAINTPORT) check --all-point-releases
+
+# Each pin against what its suites serve now (a scheduled job's "a new
+# security upload is out"): exit 1 when one is behind, 2 when an index fails.
+outdated: deps
+	$(TAINTPORT) versions --outdated

@@ -339,13 +339,14 @@ def fetch_deb(cache: Cache, version: Version, log: Path, pin: Pin | None = None,
             if target.stat().st_size == pin.size and sha256_of(target) == pin.sha256:
                 return target, True
             target.unlink()  # a poisoned cache entry is dropped, never trusted
-        return download(cache, version, pin, target, log, indexes or Indexes(cache, log)), False
+        return download(version, pin, target, log, indexes or Indexes(cache, log)), False
     except OSError as err:
         raise disk_error(err, f"downloading {pin.deb_name}", debs) from None
 
 
-def download(cache: Cache, version: Version, pin: Pin, target: Path, log: Path,
-             indexes: Indexes) -> Path:
+def download(version: Version, pin: Pin, target: Path, log: Path, indexes: Indexes) -> Path:
+    """The pinned .deb from the first of the version's suites that lists it,
+    checked against the pin before and after, into target."""
     offers: dict[str, Published] = {}
     apt = None
     for source in pin_sources(version):
