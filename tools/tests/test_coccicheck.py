@@ -31,6 +31,7 @@ from taintport import REPO
 from taintport.cache import Cache
 from taintport.layer import engine, fixes
 from taintport.tree import series, versions
+from taintport.tree.variants import named
 from test_layer import DIFF_LINE, removed_lines
 
 VERSION = "bookworm-6.1"
@@ -106,7 +107,8 @@ def states(scratch):
     for rel in series.touched_files(quilt.directory / p for p in quilt.patches):
         if (fixed / rel).is_file():
             (fixed / rel).write_bytes(series.upstream_copy(tree, rel))
-    reverted = "".join((quilt.directory / p).read_text() for p in quilt.for_variant("reverted"))
+    reverted = "".join((quilt.directory / p).read_text()
+                       for p in quilt.for_variant(named("reverted")))
     # the reverted patch must apply: else the copy caught the cached tree mid-switch
     proc = _patch(fixed, reverted, "--dry-run")
     assert proc.returncode == 0, f"the copy of {tree} is not upstream:\n{proc.stdout}"
@@ -115,7 +117,8 @@ def states(scratch):
     assert _patch(lacking, reverted).returncode == 0
     shipped = fixed.with_name("shipped")
     shutil.copytree(fixed, shipped, symlinks=True)
-    patched = "".join((quilt.directory / p).read_text() for p in quilt.for_variant("patched"))
+    patched = "".join((quilt.directory / p).read_text()
+                      for p in quilt.for_variant(named("patched")))
     assert _patch(fixed, patched).returncode == 0
     for rel, line in TAKEN_OUT.items():
         text = (lacking / rel).read_text()

@@ -13,6 +13,7 @@ from taintport.kernel import boot, build
 from taintport.results.cells import Cell
 from taintport.run.progress import Progress
 from taintport.run.stages import Chain
+from taintport.tree.variants import named
 
 from test_process import end, qemu_reading_state, spawn_sleep, state
 
@@ -33,7 +34,7 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
     warm.mkdir(parents=True)
     (warm / "vmlinux").write_bytes(b"")  # built before: this one is a rebuild
     lanes = [threading.Thread(target=chain.compile,
-                              args=(v, tmp_path, Cell.new(v.name, "upstream", {}),
+                              args=(v, tmp_path, Cell.new(v.name, named("upstream"), {}),
                                     tmp_path / f"{v.name}.log"))
              for v in versions]
     for lane in lanes:

@@ -30,6 +30,7 @@ from taintport.judge.verdict import FixState, Status
 from taintport.results import compare, reader, render, report
 from taintport.results.cells import Matrix, Timings
 from taintport.results.reports import htmlpage, junit, kcidb, summary
+from taintport.tree.variants import named
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -70,7 +71,7 @@ def trixie():
 
 
 def cell(doc, variant):
-    return next(c for c in doc.cells if c.variant == variant)
+    return next(c for c in doc.cells if c.variant.name == variant)
 
 
 def nulls(obj, where=""):
@@ -177,7 +178,7 @@ def test_kcidb_checkout_is_valid_when_every_tree_was_patched(bookworm):
     """A cell that took another's build and boot (patched, C sources byte-identical)
     built nothing itself, but its tree was fetched and patched: the checkout is valid."""
     backported = cell(bookworm, "backported")
-    reusing = dataclasses.replace(backported, variant="patched", reused_from="backported",
+    reusing = dataclasses.replace(backported, variant=named("patched"), reused_from=named("backported"),
                                   timings=Timings(fetch=0.1, apply=0.01))
     doc = Matrix(cells=[*bookworm.cells, reusing], tools=bookworm.tools)
     assert kcidb.report(doc, WHERE)["checkouts"][0]["valid"] is True
@@ -228,7 +229,7 @@ def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
         errors=["build: make failed (exit 2)\nerror: foo.c:1"], checks=[],
         kernel_release=None, accelerator=None, qemu_exit_code=None,
         timings=Timings(fetch=1.0, apply=0.1, build=20.0))
-    unfetched = dataclasses.replace(failed, variant="reverted", inputs=None,
+    unfetched = dataclasses.replace(failed, variant=named("reverted"), inputs=None,
                                     timings=Timings(), errors=["fetch: 404"])
     doc = kcidb.report(Matrix(cells=[failed, unfetched], tools={"gcc": "gcc 12"}), WHERE)
     build, never = doc["builds"]
@@ -500,7 +501,7 @@ def test_html_in_headless_chromium(merged, tmp_path):
 def with_statuses(doc, statuses):
     doc = copy.deepcopy(doc)
     for c in doc.cells:
-        c.status = Status(statuses[c.variant])
+        c.status = Status(statuses[c.variant.name])
     return doc
 
 

@@ -15,8 +15,8 @@ import pytest
 from taintport.cache import Cache
 from taintport.judge import verdict
 from taintport.results import reader, render, report
-from taintport.run import matrix, store
-from taintport.tree import series, versions
+from taintport.run import matrix, sources
+from taintport.tree import series, variants, versions
 
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
@@ -198,11 +198,12 @@ def test_every_cell_the_runner_writes_is_read_back(tmp_path):
     and gives back the cell that was written."""
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     pinned = versions.select(["bookworm-6.1"])[0]
-    for variant in series.VARIANTS:
+    for variant in variants.table().booted():
         cell = runner.chain.new_cell(pinned, variant,
-                                     store.inputs(pinned, series.load(pinned.name), variant),
+                                     sources.of(variant).inputs(pinned, series.load(pinned.name),
+                                                                variant),
                                      key="0" * 64)
-        cell.reused_from, cell.resumed = series.VARIANTS[0], True
+        cell.reused_from, cell.resumed = variants.table().booted()[0], True
         cell.inputs.sources_sha256 = "1" * 64
         cell.timings.record("boot", 4.2)
         cell.checks = [verdict.Check("signed_loads", True, None, ("# seen",)),

@@ -12,26 +12,30 @@ from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
 from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
-from taintport.layer import carry, dep3, engine, pointreleases, regen
+from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
 from taintport.results import compare, reader, render, report
 from taintport.results.reports import kcidb
 from taintport.results.cells import FAULTS, exit_code, fault_in, word
-from taintport.run import bench, matrix, stages, store
+from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
-from taintport.tree import fetch, series, versions
+from taintport.tree import fetch, series, variants, versions
 
-DESCRIPTION = """\
-Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
-v3.15) onto distribution kernels and prove it by booting them.
+
+def description() -> str:
+    """The family of fixes and the variants, as their files say them."""
+    family = "\n".join(f"  {fix.name:<11} {fix.info['title']} (upstream {fix.commit[:12]}, "
+                       f"{fix.release})" for fix in fixes.FIXES)
+    rows = "\n".join(f"  {v.name:<11} {v.what}" for v in variants.table().booted())
+    return f"""\
+Carry a family of kernel fixes (semantic-patches/) onto distribution kernels
+and prove them by booting each kernel:
+{family}
 
 Each kernel in versions/ is fetched with apt, built from tinyconfig plus
 kconfigs/, and booted under QEMU with a dracut initramfs that loads an
-out-of-tree module signed, unsigned and forced, and a livepatch. Variants:
-  upstream    the tree as the distribution ships it, built by us
-  shipped     the distribution's own binary of that tree (no build of ours)
-  reverted    every fix the tree ships removed by hand (the test must catch it)
-  backported  reverted + the taintport layer (the fixes must be back)
-  patched     as shipped + the layer (what goes into debian/patches)
+out-of-tree module signed, unsigned and forced, and a livepatch. Variants
+(test-matrix/variants.toml):
+{rows}
 
 Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
 what test-matrix/expectations.toml says), 2 the run itself broke.
@@ -63,20 +67,21 @@ def artifacts_option(p):
                         "generated CI pipelines set; else file:// URLs of the folder)")
 
 
-def one_cell(p):
+def one_cell(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", required=True, help="a name from versions/")
-    p.add_argument("--variant", required=True, choices=series.MATRIX)
+    p.add_argument("--variant", required=True, choices=[v.name for v in variants.table().booted()])
 
 
 def parser():
-    top = argparse.ArgumentParser(prog="taintport", description=DESCRIPTION,
+    top = argparse.ArgumentParser(prog="taintport", description=description(),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     p = sub.add_parser("matrix", help="build, boot and judge versions x variants")
     add_common(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
-    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.MATRIX)}")
+    p.add_argument("--variants", nargs="+", help="default: " + " ".join(
+        v.name for v in variants.table().booted()))
     p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
                    help="seconds a guest may run before it is killed (default %(default)s)")
@@ -133,7 +138,7 @@ def parser():
                                      "layer onto your own tree (--tree)")
     add_common(p)
     p.add_argument("--version", help="a name from versions/ (with --variant)")
-    p.add_argument("--variant", choices=series.VARIANTS)
+    p.add_argument("--variant", choices=[v.name for v in variants.table().from_tree()])
     p.add_argument("--tree", type=Path, help="your kernel tree: push the layer onto it with "
                                             "quilt (patches/), all or nothing")
     p.add_argument("--letter", default="E",
@@ -198,7 +203,8 @@ def parser():
 
 def cmd_matrix(args, cache):
     chosen = versions.select(names(args.versions))
-    variants = names(args.variants) or list(series.MATRIX)
+    wanted = [variants.named(name, "--variants") for name in names(args.variants)] or \
+        list(variants.table().booted())
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
     if args.resume and not args.resume.is_dir():
@@ -206,17 +212,17 @@ def cmd_matrix(args, cache):
     out = args.resume or args.out or matrix.default_out()
     kcidb.artifacts(out, args.artifacts_url)  # a bad URL is refused now, not after the run
     with reader.writing(out, resume=bool(args.resume)):
-        return run_matrix(args, cache, out, chosen, variants)
+        return run_matrix(args, cache, out, chosen, wanted)
 
 
-def run_matrix(args, cache, out, chosen, variants):
+def run_matrix(args, cache, out, chosen, wanted):
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
                            reuse=not args.rerun, resume=bool(args.resume),
                            fault=args.fault, reuse_builds=not args.build_identical)
     try:
-        code = runner.run(chosen, variants)
+        code = runner.run(chosen, wanted)
     except KeyboardInterrupt:
         print(f"taintport: interrupted; finished cells are kept in {out}; finish with "
               f"'tools/taintport matrix --resume {out}'", file=sys.stderr)
@@ -281,10 +287,15 @@ def cmd_regen(args, cache):
     return 0
 
 
-def cell_setup(args, cache):
+def cell_setup(args, cache, variant):
+    """The version, its fetched tree (None when the variant's kernel is not
+    built from it) and its series."""
     version = versions.select([args.version])[0]
-    got = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{version.name}.log")
-    return version, got.tree, series.load(version.name, args.quilt_dir)
+    tree = None
+    if variant.from_tree:
+        tree = fetch.fetch(cache, version,
+                           cache.root / "logs" / f"fetch-{version.name}.log").tree
+    return version, tree, series.load(version.name, args.quilt_dir)
 
 
 def cmd_check(args, cache):
@@ -364,30 +375,19 @@ def cmd_apply(args, cache):
 
 
 def apply_variant(args, cache):
-    version, tree, quilt_series = cell_setup(args, cache)
+    variant = variants.named(args.variant, "--variant")
+    version, tree, quilt_series = cell_setup(args, cache, variant)
     log = cache.root / "logs" / f"apply-{version.name}.log"
-    touched = series.switch(tree, quilt_series, args.variant, log)
+    touched = series.switch(tree, quilt_series, variant, log)
     print(f"{tree}: now {args.variant}; series touches {', '.join(sorted(touched)) or 'nothing'}")
     return 0
 
 
 def cmd_build(args, cache):
-    if args.variant == series.BINARY:
-        # the distribution built the kernel: only the test modules and the agent
-        version = versions.select([args.version])[0]
-        log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
-        art = binary.prepare(version, binary.unpack(cache, version, log),
-                             cache.artifacts(version, args.variant), log, args.jobs)
-        print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
-        return 0
-    version, tree, quilt_series = cell_setup(args, cache)
-    if series.current_variant(tree) != args.variant:
-        series.switch(tree, quilt_series, args.variant,
-                      cache.root / "logs" / f"apply-{version.name}.log")
-    log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
-    art = build.build_variant(tree, cache.build(version), version.name,
-                              cache.artifacts(version, args.variant), log, args.jobs,
-                              cache.root)
+    """The kernel (unless the distribution built it), test modules and agent of one cell."""
+    variant = variants.named(args.variant, "--variant")
+    version, tree, quilt_series = cell_setup(args, cache, variant)
+    art = sources.of(variant).build(cache, version, tree, quilt_series, variant, args.jobs)
     print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
     return 0
 
@@ -400,12 +400,9 @@ def cmd_boot(args, cache):
     if fault is not None and fault not in FAULTS:
         raise InputError(f"--append: taintport.fault={fault!r} is not a fault the agent "
                          f"knows (one of {', '.join(FAULTS)})")
-    shipped = args.variant == series.BINARY
-    if shipped:
-        version = versions.select([args.version])[0]
-        quilt_series = series.load(version.name, args.quilt_dir)
-    else:
-        version, tree, quilt_series = cell_setup(args, cache)
+    variant = variants.named(args.variant, "--variant")
+    source = sources.of(variant)
+    version, tree, quilt_series = cell_setup(args, cache, variant)
     out = args.out or matrix.default_out()
     with reader.writing(out):
         print(f"results: {out}", flush=True)
@@ -414,11 +411,10 @@ def cmd_boot(args, cache):
                              timeout=args.timeout, append=args.append,
                              accel=boot.Accel(args.accel, "chosen on the command line")
                              if args.accel else None)
-        cell = chain.new_cell(version, args.variant,
-                              store.inputs(version, quilt_series, args.variant))
+        cell = chain.new_cell(version, variant,
+                              source.inputs(version, quilt_series, variant))
         try:
-            chain.boot(cell, chain.binary(version, cell) if shipped else
-                       chain.built_before(version, tree, quilt_series, cell))
+            chain.boot(cell, source.prepared(chain, version, tree, quilt_series, cell))
         except TaintportError as err:
             cell.errors.append(str(err))
         folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -516,7 +512,12 @@ def on_sigterm(signum, frame):
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    try:
+        # the help names the variants: a broken variants.toml is an input error too
+        args = parser().parse_args(argv)
+    except TaintportError as err:
+        print(f"taintport: error: {reader.printable(err)}", file=sys.stderr)
+        return 2
     # SIGTERM (a CI job cancelled, kill) ends the run like Ctrl-C: children
     # killed, finished cells kept.
     signal.signal(signal.SIGTERM, on_sigterm)

@@ -21,7 +21,7 @@ from taintport import names
 from taintport.errors import InputError, RunError, TaintportError
 from taintport.layer import engine, fixes, regen
 from taintport.process import kill_group, reap, run, spawn
-from taintport.tree import fetch, series
+from taintport.tree import fetch, series, variants
 
 PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
 SOURCE_PACKAGE = re.compile(r"^linux-source-\d+\.\d+$")
@@ -142,8 +142,8 @@ def full_state(tree, quilt, name, as_shipped, log):
     try:
         full = regen.on_full_state(shipped, quilt, name, ships, log)
     except regen.DoesNotApply as err:
-        return (f"full pre-fix state not checked: {series.FULL}/ of {quilt.directory.name} does not "
-                f"apply ({str(err).splitlines()[0]})")
+        return (f"full pre-fix state not checked: {variants.table().full_state().folders} "
+                f"of {quilt.directory.name} does not apply ({str(err).splitlines()[0]})")
     return f"full pre-fix state: identical in {len(full.compared)} files"
 
 

@@ -24,12 +24,22 @@ from pathlib import Path
 from taintport.errors import InputError
 from taintport.layer import dep3, engine, fixes, stable
 from taintport.process import require, run
-from taintport.tree import series, versions
+from taintport.tree import series, variants, versions
+from taintport.tree.variants import Base, Variant
 
-# the generated groups, and the variant each is generated on
-GENERATED_ON = {"backported": "reverted", "patched": "upstream"}
-GENERATED = re.compile(r"^(backported|patched)/\d{4}-(?:%s)\.patch$"
-                       % "|".join(re.escape(f.patch_name) for f in fixes.FIXES))
+
+def layers() -> tuple[Variant, Variant]:
+    """The layer's two variants (test-matrix/variants.toml): on the reverted
+    tree, and on the tree as shipped; regen writes each one's last group."""
+    table = variants.table()
+    return table.layer_on(Base.REVERTED), table.layer_on(Base.SHIPPED)
+
+
+def generated(name):
+    """A series line regen writes: <layer group>/NNNN-<fix>.patch."""
+    groups = "|".join(re.escape(v.layer_group) for v in layers())
+    fixes_ = "|".join(re.escape(f.patch_name) for f in fixes.FIXES)
+    return re.match(rf"^({groups})/\d{{4}}-(?:{fixes_})\.patch$", name)
 
 
 @dataclass(frozen=True)
@@ -58,10 +68,11 @@ def patch_names(group, layer_patch):
 
 def generate_for(tree, quilt_series, version, log, letter="E"):
     """(layer on upstream, layer on reverted, seconds of the reverted run)."""
-    series.switch(tree, quilt_series, "upstream", log)
+    backported, patched = layers()
+    series.switch(tree, quilt_series, variants.table().generated_on(patched), log)
     versions.check_ships(version, tree)
     on_upstream = engine.generate(tree, letter)
-    series.switch(tree, quilt_series, "reverted", log)
+    series.switch(tree, quilt_series, variants.table().generated_on(backported), log)
     start = time.monotonic()
     on_reverted = engine.generate(tree, letter)
     seconds = time.monotonic() - start
@@ -77,11 +88,13 @@ def regen(tree, version, quilt_dir, log, check=False, letter="E"):
     quilt_dir = Path(quilt_dir)
     directory = quilt_dir / version.name
     listed = [line.strip() for line in (directory / "series").read_text().splitlines()]
-    old_generated = [name for name in listed if GENERATED.match(name)]
+    old_generated = [name for name in listed if generated(name)]
     quilt_series = series.load(version.name, quilt_dir, may_be_missing=tuple(old_generated))
     # the reverted tree must not see generated patches while it is generated on
     on_upstream, on_reverted, seconds = generate_for(tree, quilt_series, version, log, letter)
-    wanted = {**patch_names("backported", on_reverted), **patch_names("patched", on_upstream)}
+    backported, patched = layers()
+    wanted = {**patch_names(backported.layer_group, on_reverted),
+              **patch_names(patched.layer_group, on_upstream)}
     # the committed patches name nobody: whoever drops them into a package adds
     # their own note and sign-off (apply --export --signoff writes them so)
     series_name = stable.tree_series(tree)
@@ -109,7 +122,7 @@ def _list(series_file, old, new):
     each group's lines go right after the comment block that starts with
     "# <group>/" (one is added when the file has none)."""
     kept = [line for line in series_file.read_text().splitlines() if line.strip() not in old]
-    for group in ("backported", "patched"):
+    for group in (v.layer_group for v in layers()):
         mine = [n for n in new if n.startswith(group + "/")]
         if not mine:
             continue
@@ -126,8 +139,9 @@ def _list(series_file, old, new):
 def identical_to_patched(tree, quilt_series, version_name, log):
     """reverted + layer must give the tree as shipped + layer back, byte for
     byte: upstream's own text where upstream has a fix."""
-    backported = series.sources(tree, quilt_series, "backported")
-    patched = series.sources(tree, quilt_series, "patched")
+    on_reverted, on_shipped = layers()
+    backported = series.sources(tree, quilt_series, on_reverted)
+    patched = series.sources(tree, quilt_series, on_shipped)
     differ = sorted(p for p in set(backported) | set(patched)
                     if backported.get(p) != patched.get(p))
     if differ:
@@ -142,14 +156,14 @@ class DoesNotApply(InputError):
 
 def full_state_files(quilt_series) -> set[str]:
     """The files the full pre-fix state and the layer's pieces live in."""
-    full = quilt_series.for_variant(series.FULL)
+    full = quilt_series.for_variant(variants.table().full_state())
     removed = series.touched_files(quilt_series.directory / p for p in full)
     return removed | {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
 
 
 def from_full_state(tree, quilt_series, version, log, letter="E"):
     """The layer carries every fix the tree ships onto the full pre-fix state
-    (series.FULL) and must give the tree as shipped back, byte for byte, in
+    (test-matrix/variants.toml's never-built row) and must give the tree as shipped back, byte for byte, in
     every file it or that group touches. Works on upstream's copies in a
     scratch folder, so the tree is neither switched nor given new mtimes."""
     tree = Path(tree)
@@ -162,10 +176,11 @@ def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
     """from_full_state() on the files of a tree as shipped (relative path ->
     bytes): `check --all-point-releases` has only those, not a whole tree."""
     require("patch", "patch")
-    full = quilt_series.for_variant(series.FULL)
+    state = variants.table().full_state()
+    full = quilt_series.for_variant(state)
     if not full:
         if ships:
-            raise InputError(f"{quilt_series.directory}: no {series.FULL}/ patches: a "
+            raise InputError(f"{quilt_series.directory}: no {state.folders} patches: a "
                              f"version that ships {', '.join(ships)} needs the "
                              "full pre-fix state the whole layer is checked on")
         return FullState("nothing shipped", 0.0, ())
@@ -176,7 +191,7 @@ def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             (scratch / rel).write_bytes(data)
         try:
-            series.switch(scratch, quilt_series, series.FULL, log)
+            series.switch(scratch, quilt_series, state, log)
         except InputError as err:
             raise DoesNotApply(str(err)) from None
         start = time.monotonic()
@@ -186,7 +201,7 @@ def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
         if kept:
             raise InputError(f"{name}: the layer finds nothing to do for "
                              f"{', '.join(kept)} on the full pre-fix state "
-                             f"({series.FULL}/): it does not remove that fix")
+                             f"({state.folders}): it does not remove that fix")
         diff = scratch / series.STATE / "layer.diff"
         diff.write_text(on_full.diff)
         proc = run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i",
@@ -198,6 +213,6 @@ def on_full_state(shipped, quilt_series, name, ships, log, letter="E"):
         differ = [rel for rel in compared if (scratch / rel).read_bytes() != shipped[rel]]
         if differ:
             raise InputError(f"{name}: the layer on the full pre-fix state "
-                             f"({series.FULL}/) is not byte-identical to the tree as "
+                             f"({state.folders}) is not byte-identical to the tree as "
                              f"shipped in {', '.join(differ)}")
     return FullState(on_full.summary, seconds, tuple(compared))

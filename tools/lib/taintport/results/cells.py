@@ -11,6 +11,7 @@ from typing import Any, Iterator, Sequence
 
 from taintport.judge.verdict import Check, FixState, Status
 from taintport.kernel.boot import Accel
+from taintport.tree.variants import Variant
 
 # a check's expected/observed as KTAP says it; None: the agent never reported it
 WORDS = {True: "ok", False: "not ok", None: "missing"}
@@ -113,7 +114,7 @@ class Logs:
 @dataclass
 class Cell:
     version: str
-    variant: str
+    variant: Variant
     logs: Logs
     status: Status = Status.ERROR
     fixes: dict[str, FixState] = field(default_factory=dict)
@@ -129,17 +130,17 @@ class Cell:
     key: str | None = None          # --resume keeps the cell only while its inputs give this
     reused: bool = False            # copied from a stored cell with the same key
     resumed: bool = False           # kept from the folder --resume names
-    reused_from: str | None = None  # byte-identical variant whose build and boot it took
+    reused_from: Variant | None = None  # byte-identical variant whose build and boot it took
     fault: str | None = None        # taintport.fault=<name> ran: a harness test, not a kernel's result
 
     @classmethod
-    def new(cls, version: str, variant: str, fixes: dict[str, FixState]) -> "Cell":
+    def new(cls, version: str, variant: Variant, fixes: dict[str, FixState]) -> "Cell":
         """A cell before anything ran: an error until a verdict says otherwise."""
-        return cls(version, variant, Logs.of(version, variant), fixes=dict(fixes))
+        return cls(version, variant, Logs.of(version, variant.name), fixes=dict(fixes))
 
     @property
     def where(self) -> tuple[str, str]:
-        return self.version, self.variant
+        return self.version, self.variant.name
 
     @property
     def failing(self) -> list[Check]:
@@ -155,7 +156,7 @@ class Cell:
 
     def as_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {
-            "version": self.version, "variant": self.variant, "status": self.status.value,
+            "version": self.version, "variant": self.variant.name, "status": self.status.value,
             "fixes": {fix: state.value for fix, state in self.fixes.items()},
             "errors": list(self.errors), "checks": [c.as_dict() for c in self.checks],
             "timings": self.timings.as_json(), "accelerator": self.accelerator,
@@ -170,7 +171,7 @@ class Cell:
             if getattr(self, flag):
                 out[flag] = True
         if self.reused_from:
-            out["reused_from"] = self.reused_from
+            out["reused_from"] = self.reused_from.name
         if self.fault:
             out["fault"] = self.fault
         if self.key:
@@ -241,7 +242,7 @@ class Matrix:
 
     def run_of(self, cell: Cell) -> "Run | Matrix":
         """The run a cell came from: its entry in `runs`, or the document itself."""
-        key = f"{cell.version}/{cell.variant}"
+        key = f"{cell.version}/{cell.variant.name}"
         return next((run for run in self.runs if key in run.cells), self)
 
     def all_runs(self) -> "list[Run | Matrix]":

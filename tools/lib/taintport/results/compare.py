@@ -13,7 +13,7 @@ from taintport.errors import InputError
 from taintport.judge.verdict import Status
 from taintport.results import render
 from taintport.results.cells import Cell, Matrix, Run
-from taintport.tree import series
+from taintport.tree import variants
 
 KINDS = ("regression", "fix", "change")
 
@@ -51,9 +51,9 @@ def statuses(doc: Matrix) -> dict[tuple[str, str], Status]:
 
 
 def order(key: tuple[str, str]) -> tuple[str, int, str]:
+    """Per version, the variants in the table's order."""
     version, variant = key
-    rank = series.MATRIX.index(variant) if variant in series.MATRIX else len(series.MATRIX)
-    return version, rank, variant
+    return version, variants.table().index(variants.named(variant)), variant
 
 
 def compare(old_doc: Matrix, new_doc: Matrix) -> list[Change]:

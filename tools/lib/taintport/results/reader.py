@@ -22,6 +22,7 @@ from taintport.cache import holding
 from taintport.errors import InputError
 from taintport.judge.verdict import Check, FixState, Status
 from taintport.kernel.boot import Accel
+from taintport.tree import variants
 from taintport.results.cells import (Cell, FAULTS, Inputs, JSON, Logs, Matrix, Run, SCHEMA,
                                      STAGES, Timings, WORDS, exit_code)
 
@@ -189,8 +190,8 @@ class Reader:
         return Cell(
             version=names.version_name(self.field(cell, "version", str, where, "a string"),
                                        f"{self.path}: {where}.version"),
-            variant=names.variant(self.field(cell, "variant", str, where, "a string"),
-                                  f"{self.path}: {where}.variant"),
+            variant=variants.named(self.field(cell, "variant", str, where, "a string"),
+                                   f"{self.path}: {where}.variant"),
             logs=Logs(**paths),
             status=Status(cell["status"]),
             fixes=self.fixes(cell.get("fixes", {}), f"{where}.fixes"),
@@ -218,7 +219,7 @@ class Reader:
             resumed=bool(self.field(cell, "resumed", bool, where, "true or false",
                                     optional=True)),
             reused_from=None if reused_from is None else
-            names.variant(reused_from, f"{self.path}: {where}.reused_from"))
+            variants.named(reused_from, f"{self.path}: {where}.reused_from"))
 
     def fault(self, cell: dict[str, JSON], where: str) -> str | None:
         fault = self.field(cell, "fault", str, where, "a string", optional=True)

@@ -14,11 +14,11 @@ from taintport.layer import fixes
 from taintport.results.cells import Cell, Matrix, exit_code
 from taintport.results.reader import printable
 from taintport.results.reports import kcidb
-from taintport.tree import series
+from taintport.tree.variants import Builder, Kind
 
 
 def write_cell(out: Path, cell: Cell) -> None:
-    write_atomic(Path(out) / cell.version / cell.variant / "cell.json",
+    write_atomic(Path(out) / cell.version / cell.variant.name / "cell.json",
                  json.dumps(cell.as_json(), indent=2) + "\n")
 
 
@@ -58,7 +58,7 @@ def known_bugs(cells: Sequence[Cell]) -> list[str]:
 
 def as_shipped(cell: Cell) -> str:
     """Which build of the tree as shipped a cell booted."""
-    if cell.variant == series.BINARY and cell.inputs:
+    if cell.variant.built_by is Builder.DISTRIBUTION and cell.inputs:
         return (f"the distribution's binary, {cell.inputs.package} "
                 f"{cell.inputs.package_version}")
     return "as shipped"
@@ -70,7 +70,7 @@ def binaries(cells: Sequence[Cell]) -> list[str]:
     of its source, test by test."""
     lines = []
     for cell in cells:
-        if cell.variant != series.BINARY:
+        if cell.variant.built_by is not Builder.DISTRIBUTION:
             continue
         inputs = cell.inputs
         what = (f"{cell.version}: {inputs.package} {inputs.package_version} "
@@ -78,8 +78,8 @@ def binaries(cells: Sequence[Cell]) -> list[str]:
                 f"{(inputs.bzimage_sha256 or '-')[:16]})" if inputs else cell.version)
         if cell.kernel_version:
             what += f", uname -v \"{cell.kernel_version}\""
-        agree = next((c for c in cell.checks if c.name.startswith(f"{cell.variant}_agrees_with_")),
-                     None)
+        host = cell.variant.check(Kind.AGREES)
+        agree = next((c for c in cell.checks if host and c.name == host.name), None)
         if cell.status is Status.ERROR:
             lines.append(f"{what}: the run broke ({'; '.join(cell.errors)[:120]})")
         elif agree is None:
@@ -100,7 +100,7 @@ def fix_grid(cells: Sequence[Cell]) -> list[tuple[str, str, dict[str, FixState]]
     rows: dict[tuple[str, str], dict[str, FixState]] = {}
     for cell in cells:
         for fix, state in cell.fixes.items():
-            rows.setdefault((cell.version, fix), {})[cell.variant] = state
+            rows.setdefault((cell.version, fix), {})[cell.variant.name] = state
     return [(version, fix, states) for (version, fix), states in rows.items()]
 
 
@@ -122,7 +122,7 @@ def summary_text(cell: Cell) -> str:
                 + ", ".join(cell.missing_fixes()) + " fix missing")
     failing_ok = sum(1 for c in cell.checks if not c.expected)
     return (f"{len(cell.checks)} checks; {failing_ok} fail as expected (bug reproduced)"
-            if failing_ok and cell.variant == "reverted" else count)
+            if failing_ok and cell.variant.negative_control else count)
 
 
 def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:

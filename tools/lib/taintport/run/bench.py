@@ -32,7 +32,8 @@ from taintport.kernel import build
 from taintport.layer import engine
 from taintport.results import render
 from taintport.run.matrix import Runner
-from taintport.tree import fetch, series
+from taintport.tree import fetch, series, variants
+from taintport.tree.variants import Base
 
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 
@@ -94,9 +95,10 @@ def layer_seconds(cache, version):
     tree = cache.tree(version)
     quilt_series = series.load(version.name)
     log = cache.root / "logs" / f"bench-layer-{version.name}.log"
-    series.switch(tree, quilt_series, "reverted", log)
+    layered = variants.table().layer_on(Base.REVERTED)
+    series.switch(tree, quilt_series, variants.table().generated_on(layered), log)
     _, spatch = timed(engine.generate, tree)
-    _, quilt = timed(series.switch, tree, quilt_series, "backported", log)
+    _, quilt = timed(series.switch, tree, quilt_series, layered, log)
     return spatch, quilt
 
 
@@ -116,11 +118,12 @@ def solo_cold_build(cache, version):
     """What a cell's build stage does (`taintport build`: the kernel, the test
     modules and the agent), from an empty folder, alone on the machine."""
     tree = cache.tree(version)
-    series.switch(tree, series.load(version.name), "upstream",
+    as_shipped = variants.table().as_shipped()
+    series.switch(tree, series.load(version.name), as_shipped,
                   cache.root / "logs" / "bench-solo.log")
     folder = cache.root / "solo" / version.name
     _, seconds = timed(build.build_variant, tree, folder / "build", version.name,
-                       folder / "artifacts" / "upstream",
+                       folder / "artifacts" / as_shipped.name,
                        cache.root / "logs" / f"bench-solo-{version.name}.log",
                        build.default_jobs(), cache.root)
     return seconds  # folder stays until the bench ends, like the extractions
@@ -132,7 +135,8 @@ def run(main_cache, chosen, out, parallel=2):
     cache = fresh_cache(main_cache, say)
     say("bench phase 1: the matrix, cold")
     runner = Runner(cache, out / "cold", parallel=parallel)
-    code, wall = timed(runner.run, chosen, list(series.VARIANTS))
+    built = list(variants.table().from_tree())
+    code, wall = timed(runner.run, chosen, built)
     cells = runner.ordered_cells()
     render.render_all(out / "cold", render.load(out / "cold"))
     if code != 0:
@@ -149,18 +153,17 @@ def run(main_cache, chosen, out, parallel=2):
             solo[version.name] = solo_cold_build(cache, version)
             layers[version.name] = layer_seconds(cache, version)
     say("bench phase 3: rerun, nothing changed")
-    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen,
-                    list(series.VARIANTS))
+    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen, built)
     say("bench phase 4: rerun after touching one semantic patch")
     os.utime(TOUCHED)
     _, touched = timed(Runner(cache, out / "touched", parallel=parallel).run, chosen,
-                       list(series.VARIANTS))
+                       built)
     say("bench phase 4b: rerun after editing one semantic patch")
     original = TOUCHED.read_bytes()
     try:
         TOUCHED.write_bytes(original + b"// bench: an edit that changes no rule\n")
         edited_runner = Runner(cache, out / "edited", parallel=parallel)
-        code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
+        code, edited = timed(edited_runner.run, chosen, built)
     finally:
         TOUCHED.write_bytes(original)
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.reused)
@@ -177,6 +180,11 @@ def run(main_cache, chosen, out, parallel=2):
 
 
 def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
+    built = [v.name for v in variants.table().from_tree()]
+    # the columns: our build of the tree as shipped, the negative control and
+    # the layer on it (the layer on the tree as shipped reuses that one)
+    layered = variants.table().layer_on(Base.REVERTED)
+    first, negative = variants.table().as_shipped(), variants.table().generated_on(layered)
     by = {c.where: c.timings.as_json() for c in cells}
     taken = {c.where: c.reused_from for c in cells if c.reused_from}
 
@@ -189,19 +197,19 @@ def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, pa
     rows = []
     naive = 0.0
     for v in chosen:
-        t = {var: by[(v.name, var)] for var in series.VARIANTS}
+        t = {var: by[(v.name, var)] for var in built}
         # a cell that reused another's build and boot (patched, and backported
         # where the tree ships every fix) has none of its own; the naive way
         # would have built and booted it like that one
-        boots = [t[var]["boot"] for var in series.VARIANTS if "boot" in t[var]]
-        dracut = [t[var]["initramfs"] for var in series.VARIANTS if "initramfs" in t[var]]
+        boots = [t[var]["boot"] for var in built if "boot" in t[var]]
+        dracut = [t[var]["initramfs"] for var in built if "initramfs" in t[var]]
         spatch, quilt = layers[v.name]
-        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t['upstream']['build']:.0f} | "
-                    f"{rebuild(v.name, 'reverted')} | {rebuild(v.name, 'backported')} | "
+        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t[first.name]['build']:.0f} | "
+                    f"{rebuild(v.name, negative.name)} | {rebuild(v.name, layered.name)} | "
                     f"{max(dracut):.1f} | {max(boots):.1f} | {spatch + quilt:.1f} "
                     f"({spatch:.1f} + {quilt:.1f}) | {extracts[v.name]:.1f} | "
-                    f"{t['upstream']['fetch']:.1f} |")
-        naive += len(series.VARIANTS) * (solo[v.name] + max(boots) + max(dracut)) \
+                    f"{t[first.name]['fetch']:.1f} |")
+        naive += len(built) * (solo[v.name] + max(boots) + max(dracut)) \
             + extracts[v.name]
     cold_sum = sum(solo.values())
     ratio = wall / cold_sum
@@ -222,7 +230,7 @@ the same checks expected; a rebuild column naming a variant is one of them).
 
 ## Per kernel (seconds)
 
-| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | initramfs (max) | boot + test (max) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
+| kernel | cold build, alone | cold build, in the matrix | {negative} rebuild | {layered} rebuild | initramfs (max) | boot + test (max) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
 |---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 

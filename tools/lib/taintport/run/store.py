@@ -6,7 +6,6 @@ everything that decides its result (package checksum, the variant's series,
 fragments, the test matrix, tool versions, the timeout): a rerun with nothing
 changed reuses it instead of building and booting again.
 """
-import dataclasses
 import hashlib
 import json
 import platform
@@ -16,16 +15,16 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from taintport import REPO
 from taintport.cache import Cache
-from taintport.digest import sha256_of, tree_digest
-from taintport.errors import InputError, TaintportError
+from taintport.errors import TaintportError
 from taintport.judge import verdict
-from taintport.kernel import boot, kconfig
+from taintport.kernel import boot
 from taintport.kernel.boot import Accel
 from taintport.results import reader, report
 from taintport.results.cells import Cell, Inputs, Matrix
+from taintport.run import sources
 from taintport.tree import series
+from taintport.tree.variants import Variant
 from taintport.tree.versions import Version
 
 CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
@@ -46,44 +45,12 @@ def tool_versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
-def inputs(version: Version, quilt_series: series.Series, variant: str) -> Inputs:
-    if variant == series.BINARY:
-        return binary_inputs(version)
-    # No digest of semantic-patches/ itself: the generated patches in the
-    # series are what the cell builds, so an edit that leaves them alone
-    # (a comment) reuses every cell, and make check's regen --check catches
-    # an edit whose patches were not regenerated.
-    return Inputs(package=version.package, package_version=version.version,
-                  deb_sha256=version.sha256, ships=list(version.ships),
-                  series={p: sha256_of(quilt_series.directory / p)
-                          for p in quilt_series.for_variant(variant)},
-                  fragments={f.name: sha256_of(f) for f in kconfig.fragments(version.name)},
-                  expectations_sha256=sha256_of(verdict.EXPECTATIONS),
-                  test_matrix_sha256=tree_digest(REPO / "test-matrix"))
-
-
-def binary_inputs(version: Version) -> Inputs:
-    """The distribution's binary: its pins and the [shipped] table decide the
-    cell, and the test matrix, as for any cell; no series, no fragments."""
-    shipped = version.shipped
-    if shipped is None:
-        raise InputError(f"{version.path} has no [shipped] table: no binary kernel is "
-                         "pinned for this version")
-    image = shipped.packages[0]
-    table = json.dumps(dataclasses.asdict(shipped), sort_keys=True)
-    return Inputs(package=image.package, package_version=image.version,
-                  deb_sha256=image.sha256, ships=list(version.ships),
-                  expectations_sha256=sha256_of(verdict.EXPECTATIONS),
-                  test_matrix_sha256=tree_digest(REPO / "test-matrix"),
-                  binaries={f"{p.package}={p.version}": p.sha256 for p in shipped.packages},
-                  shipped_sha256=hashlib.sha256(table.encode()).hexdigest())
-
-
-def cell_key(variant: str, cell_inputs: Inputs, tools: dict[str, str], timeout: int) -> str:
+def cell_key(variant: Variant, cell_inputs: Inputs, tools: dict[str, str],
+             timeout: int) -> str:
     # The variant too: two variants can have the same inputs (a series whose
     # backported/ patches were dropped builds what reverted builds) and must
     # still never take each other's stored cell, judged by other rules.
-    text = json.dumps({"variant": variant, "inputs": cell_inputs.keyed(), "tools": tools,
+    text = json.dumps({"variant": variant.name, "inputs": cell_inputs.keyed(), "tools": tools,
                        "timeout": timeout}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -91,7 +58,7 @@ def cell_key(variant: str, cell_inputs: Inputs, tools: dict[str, str], timeout: 
 @dataclass(frozen=True)
 class Todo:
     """A cell to build and boot, with what decides it."""
-    variant: str
+    variant: Variant
     inputs: Inputs
     key: str
 
@@ -99,7 +66,7 @@ class Todo:
 @dataclass(frozen=True)
 class Done:
     """A cell this run need not build: from the --resume folder, or stored."""
-    variant: str
+    variant: Variant
     resumed: Cell | None = None
     stored: Path | None = None
 
@@ -123,7 +90,7 @@ class Stored:
     def keep(self, key: str, cell: Cell) -> None:
         if cell.status is verdict.Status.ERROR:
             return
-        src = self.out / cell.version / cell.variant
+        src = self.out / cell.version / cell.variant.name
         folder = self.root / key
         tmp = folder.with_name(key + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -134,9 +101,9 @@ class Stored:
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
 
-    def take(self, folder: Path, version: str, variant: str) -> Cell:
+    def take(self, folder: Path, version: str, variant: Variant) -> Cell:
         """The stored cell's files copied into this run's folder, and its cell."""
-        dest = self.out / version / variant
+        dest = self.out / version / variant.name
         dest.mkdir(parents=True, exist_ok=True)
         for name in CELL_FILES:
             if (folder / name).exists():
@@ -164,10 +131,10 @@ class Folder:
         """--resume: the cells the folder holds now (an error names a bad one)."""
         self.earlier = reader.earlier_cells(self.out)
 
-    def finished_earlier(self, version: str, variant: str, key: str) -> Cell | None:
+    def finished_earlier(self, version: str, variant: Variant, key: str) -> Cell | None:
         """--resume: a cell this folder already holds, made from the inputs of
         now (errors, and cells whose inputs changed since, are run again)."""
-        cell = self.earlier.get((version, variant))
+        cell = self.earlier.get((version, variant.name))
         if cell is None or cell.status is verdict.Status.ERROR or cell.key != key:
             return None
         cell.resumed = True
@@ -180,9 +147,9 @@ class Folder:
             report.write_cell(self.out, cell)
             report.write_document(self.out, self.matrix())
 
-    def published(self, version: str, variant: str) -> Cell | None:
+    def published(self, version: str, variant: Variant) -> Cell | None:
         with self.lock:
-            return self.cells.get((version, variant))
+            return self.cells.get((version, variant.name))
 
     def ordered_cells(self) -> list[Cell]:
         """This run's cells in order; with --resume, the folder's other cells stay."""
@@ -195,7 +162,7 @@ class Folder:
                       accelerator=self.accelerator)
 
 
-def plan(version: Version, quilt_series: series.Series, variants: list[str],
+def plan(version: Version, quilt_series: series.Series, variants: list[Variant],
          tools: dict[str, str], timeout: int, folder: Folder,
          stored: Stored | None) -> tuple[list[Done], list[Todo]]:
     """(cells already done, cells to run) for one version. Done: a finished
@@ -203,7 +170,7 @@ def plan(version: Version, quilt_series: series.Series, variants: list[str],
     inputs hash the same."""
     done, todo = [], []
     for variant in variants:
-        cell_inputs = inputs(version, quilt_series, variant)
+        cell_inputs = sources.of(variant).inputs(version, quilt_series, variant)
         key = cell_key(variant, cell_inputs, tools, timeout)
         earlier = folder.finished_earlier(version.name, variant, key)
         found = stored.find(key) if stored and not earlier else None

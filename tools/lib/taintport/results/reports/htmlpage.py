@@ -15,7 +15,7 @@ from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
 from taintport.results.reader import printable
 from taintport.results.reports import kcidb, summary
-from taintport.tree import series
+from taintport.tree.variants import Variant, table
 
 Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
 CONSOLE_TAIL = 60
@@ -161,11 +161,10 @@ def kv_table(rows: Sequence[tuple[str, object]]) -> str:
 
 
 def grid(cells: Sequence[Cell]) -> str:
-    versions: dict[str, dict[str, Cell]] = {}
+    versions: dict[str, dict[Variant, Cell]] = {}
     for cell in cells:
         versions.setdefault(cell.version, {})[cell.variant] = cell
-    variants = [v for v in series.MATRIX if any(v in row for row in versions.values())]
-    variants += sorted({c.variant for c in cells} - set(variants))
+    variants = [v for v in table().booted() if any(v in row for row in versions.values())]
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = []
     for version, row in versions.items():
