@@ -18,7 +18,7 @@ from taintport import ci
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder
 from taintport.results.cells import Cell
 from taintport.tree import versions
 from taintport.tree.variants import named
@@ -215,7 +215,7 @@ def test_pipeline_variables_are_checked():
 # -- annotations ---------------------------------------------------------------
 
 def test_annotations_tell_a_regression_from_a_broken_run():
-    doc = render.load(RESULTS / "trixie-6.12")
+    doc = folder.load_matrix(RESULTS / "trixie-6.12")
     lines = ci.annotations(doc)
     statuses = {c.variant.name: c.status.value for c in doc.cells}
     assert sorted(statuses.values()) == ["as-expected", "error", "unexpected"]

@@ -7,7 +7,7 @@ import pytest
 from taintport.cache import Cache
 from taintport.errors import InputError
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder
 from taintport.results.cells import exit_code
 from taintport.run import matrix, provoke
 
@@ -16,7 +16,7 @@ from test_ci import RESULTS
 
 @pytest.fixture
 def cells():
-    return render.load(RESULTS / "bookworm-6.1").cells
+    return folder.load_matrix(RESULTS / "bookworm-6.1").cells
 
 
 def test_unset_changes_nothing(cells):

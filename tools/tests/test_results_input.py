@@ -14,7 +14,7 @@ import pytest
 
 from taintport.cache import Cache
 from taintport.judge import verdict
-from taintport.results import reader, render, report
+from taintport.results import folder, report, schema
 from taintport.run import matrix, sources
 from taintport.tree import series, variants, versions
 
@@ -183,7 +183,7 @@ def test_control_characters_never_leave_the_tool(tmp_path, taintport):
         assert not any(c in text for c in "\x1b\x07\x00\x0b\u202e"), name
     assert "\\x1b[31mred" in (run / "summary.md").read_text()
     table = io.StringIO()
-    report.table(render.load(run).cells, table)
+    report.table(folder.load_matrix(run).cells, table)
     assert "\x1b" not in table.getvalue() and "\\x1b]0;pwned" in table.getvalue()
 
 
@@ -208,8 +208,8 @@ def test_every_cell_the_runner_writes_is_read_back(tmp_path):
         cell.timings.record("boot", 4.2)
         cell.checks = [verdict.Check("signed_loads", True, None, ("# seen",)),
                        verdict.Check("forced_loads", False, False)]
-        written = json.loads(json.dumps(cell.as_json()))
-        assert reader.Reader(tmp_path / "cell.json").cell(written, "cell") == cell
+        written = json.loads(json.dumps(schema.write_cell(cell)))
+        assert schema.read_cell(schema.Reader(tmp_path / "cell.json"), written, "cell") == cell
 
 
 def test_a_check_whose_matches_disagrees_is_refused(tmp_path, taintport):

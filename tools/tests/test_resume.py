@@ -18,7 +18,7 @@ from taintport import cli
 from taintport.cache import Cache
 from taintport.kernel import kconfig
 from taintport.process import STOPPING
-from taintport.results import reader
+from taintport.results import folder
 from taintport.run import matrix, store
 from taintport.run.sources import of
 from taintport.tree import fetch, series, variants, versions
@@ -68,16 +68,16 @@ def test_an_out_folder_holding_results_is_refused(tmp_path, taintport):
 
 def test_a_results_folder_being_written_is_refused_to_a_second_run(tmp_path, taintport):
     out = tmp_path / "run"
-    with reader.writing(out):
+    with folder.writing(out):
         proc = taintport("matrix", "--versions", VERSION, "--out", out)
     assert proc.returncode == 2
     assert f"pid {os.getpid()} is writing this results folder" in proc.stderr
-    assert [p.name for p in out.iterdir()] == [reader.LOCK]
+    assert [p.name for p in out.iterdir()] == [folder.LOCK]
 
 
 def test_default_results_folders_started_in_one_second_differ(tmp_path):
     stem = time.strftime("%Y%m%dT%H%M%S")
-    first, second = (reader.unique_folder(tmp_path, stem) for _ in range(2))
+    first, second = (folder.unique_folder(tmp_path, stem) for _ in range(2))
     assert first != second and first.is_dir() and second.is_dir()
 
 

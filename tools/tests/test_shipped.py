@@ -14,7 +14,7 @@ from taintport.judge import verdict
 from taintport.judge.ktap import parse
 from taintport.judge.verdict import Check, Status
 from taintport.kernel import binary
-from taintport.results import reader, report
+from taintport.results import folder, report, schema
 from taintport.results.cells import Cell, Inputs, Matrix
 from taintport.results.reports import summary
 from taintport.run import sources, store
@@ -94,7 +94,7 @@ def test_inputs_name_every_pin_and_move_with_any_of_them():
         other = binary_inputs(replace(version, shipped=changed))
         assert store.cell_key(named("shipped"), other, {}, 180) != key
     # a built variant's inputs (and so every stored cell's key) are as before
-    assert "binaries" not in Inputs(package="p", package_version="1").as_json()
+    assert "binaries" not in schema.write_inputs(Inputs(package="p", package_version="1"))
 
 
 EXPECTED = {"signed.loads": True, "signed.module_tainted_O": True,
@@ -188,9 +188,9 @@ def test_a_shipped_cell_reads_back_and_reports_whose_binary_it_was(tmp_path):
     shipped.checks.append(Check(name="shipped_agrees_with_upstream", expected=True,
                                 observed=True, diagnostics=("host: the 1 tests both "
                                                             "observed came out the same",)))
-    report.write_cell(tmp_path, shipped)
-    back = reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
-    assert back.as_json() == shipped.as_json()
+    folder.write_cell(tmp_path, shipped)
+    back = folder.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+    assert schema.write_cell(back) == schema.write_cell(shipped)
     text = summary.render(Matrix(cells=[back]))
     assert "## The distribution's binaries against our builds" in text
     assert "linux-image-6.1.0-50-amd64 6.1.176-1" in text and "Debian 6.1.176-1" in text
@@ -203,9 +203,9 @@ def test_a_results_file_with_a_bad_binary_pin_is_refused(tmp_path):
     shipped = cell("shipped", {"signed.loads": True})
     shipped.inputs = binary_inputs(version)
     shipped.inputs.binaries = {"../../x=1": "0" * 64}
-    report.write_cell(tmp_path, shipped)
+    folder.write_cell(tmp_path, shipped)
     with pytest.raises(InputError, match="binaries"):
-        reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+        folder.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
 
 
 def headers_tree(top, release, makefile):

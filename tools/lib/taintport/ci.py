@@ -21,7 +21,7 @@ from taintport import REPO
 from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
 from taintport.judge.verdict import Status
-from taintport.results import reader
+from taintport.results import folder
 from taintport.results.cells import Cell, Matrix
 from taintport.results.reports.kcidb import ARTIFACTS_ENV
 from taintport.tree import versions
@@ -307,7 +307,7 @@ def merged_exit(project, gitlab_code):
     pipeline that failed with no merged report, or failed with every cell
     as expected, broke."""
     try:
-        doc = reader.load_matrix(Path(project) / "results" / "merged")
+        doc = folder.load_matrix(Path(project) / "results" / "merged")
     except TaintportError:
         return BROKEN
     code = doc.exit_code

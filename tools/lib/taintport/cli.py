@@ -13,7 +13,7 @@ from taintport.errors import InputError, TaintportError
 from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
-from taintport.results import compare, reader, render, report
+from taintport.results import compare, folder, render, report
 from taintport.results.reports import kcidb
 from taintport.results.cells import FAULTS, exit_code, fault_in, word
 from taintport.run import bench, matrix, sources, stages, store
@@ -211,7 +211,7 @@ def cmd_matrix(args, cache):
         raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
     kcidb.artifacts(out, args.artifacts_url)  # a bad URL is refused now, not after the run
-    with reader.writing(out, resume=bool(args.resume)):
+    with folder.writing(out, resume=bool(args.resume)):
         return run_matrix(args, cache, out, chosen, wanted)
 
 
@@ -230,10 +230,9 @@ def run_matrix(args, cache, out, chosen, wanted):
     print()
     report.table(runner.ordered_cells())
     if runner.ordered_cells():
-        doc = render.load(out)
-        if args.artifacts_url:
-            report.write_document(out, doc, args.artifacts_url)
-        render.render_all(out, doc, render.read_patches(doc, args.quilt_dir))
+        doc = folder.load_matrix(out)
+        render.publish(out, doc, render.read_patches(doc, args.quilt_dir),
+                       with_document=bool(args.artifacts_url), artifacts_url=args.artifacts_url)
     print(f"\nmatrix.json: {out / 'matrix.json'}\nreport: {out / 'index.html'}")
     return code
 
@@ -404,7 +403,7 @@ def cmd_boot(args, cache):
     source = sources.of(variant)
     version, tree, quilt_series = cell_setup(args, cache, variant)
     out = args.out or matrix.default_out()
-    with reader.writing(out):
+    with folder.writing(out):
         print(f"results: {out}", flush=True)
         progress = Progress(1)
         chain = stages.Chain(cache, out, verdict.load(), progress, jobs=args.jobs,
@@ -417,21 +416,21 @@ def cmd_boot(args, cache):
             chain.boot(cell, source.prepared(chain, version, tree, quilt_series, cell))
         except TaintportError as err:
             cell.errors.append(str(err))
-        folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              store.tool_versions())
-        folder.order, folder.accelerator = [cell.where], chain.accel
-        folder.publish(cell)
+        results = folder.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                store.tool_versions())
+        results.order, results.accelerator = [cell.where], chain.accel
+        results.publish(cell)
         progress.close()
-    ktap_txt = out / cell.logs.ktap
-    if ktap_txt.exists():
-        print(reader.printable(ktap_txt.read_text()))
+    ktap = folder.read_log(out / cell.logs.ktap)
+    if ktap is not None:
+        print(report.printable(ktap))
     boot_time = cell.timings.boot
     print(f"\n{version.name} {args.variant}: {cell.status.value} "
           f"({cell.accelerator or 'no boot'}, "
           f"{f'{boot_time:.1f}s' if boot_time is not None else 'no boot'}, "
           f"console {out / cell.logs.console})")
     for line in cell.errors:
-        print(f"  error: {reader.printable(line)}")
+        print(f"  error: {report.printable(line)}")
     for check in cell.failing:
         print(f"  {check.name}: expected {word(check.expected)}, observed {word(check.observed)}")
     return exit_code([cell])
@@ -448,8 +447,8 @@ def locked_cell(func):
 
 def publish(out, doc, quilt_dir, artifacts_url=None):
     """matrix.json and every report rendered from it."""
-    report.write_document(out, doc, artifacts_url)
-    for path in render.render_all(out, doc, render.read_patches(doc, quilt_dir)):
+    for path in render.publish(out, doc, render.read_patches(doc, quilt_dir),
+                               with_document=True, artifacts_url=artifacts_url):
         print(path)
 
 
@@ -458,7 +457,7 @@ def cmd_report(args, cache):
     if verb == "compare":
         if len(rest) != 2:
             raise InputError("usage: taintport report compare OLD NEW")
-        changes = compare.compare(*(render.load(d) for d in rest))
+        changes = compare.compare(*(folder.load_matrix(d) for d in rest))
         for change in changes:
             print(change)
         print(f"{len(changes)} cell(s) changed status")
@@ -467,13 +466,13 @@ def cmd_report(args, cache):
         if not rest or args.out is None:
             raise InputError("usage: taintport report merge DIR... --out DIR")
         doc = compare.merge(rest)
-        compare.copy_logs(rest, args.out)
+        folder.copy_logs(rest, args.out)
         publish(args.out, doc, args.quilt_dir, args.artifacts_url)
         return doc.exit_code  # a CI report job fails as its cells do
     if verb == "kcidb":
         if len(rest) != 1:
             raise InputError("usage: taintport report kcidb DIR [--artifacts-url BASE]")
-        view = kcidb.report(render.load(rest[0]),
+        view = kcidb.report(folder.load_matrix(rest[0]),
                             kcidb.artifacts(rest[0], args.artifacts_url),
                             kcidb.origin_name(args.origin))
         print(json.dumps(view, indent=2))
@@ -481,13 +480,13 @@ def cmd_report(args, cache):
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR"
                          " | kcidb DIR")
-    publish(verb, render.load(verb), args.quilt_dir, args.artifacts_url)
+    publish(verb, folder.load_matrix(verb), args.quilt_dir, args.artifacts_url)
     return 0
 
 
 def cmd_ci(args, cache):
     if args.annotate:
-        print("\n".join(ci.annotations(render.load(args.annotate))))
+        print("\n".join(ci.annotations(folder.load_matrix(args.annotate))))
         return 0
     if args.local:
         return ci.run_here([v.name for v in versions.select(names(args.versions))])
@@ -516,7 +515,7 @@ def main(argv=None):
         # the help names the variants: a broken variants.toml is an input error too
         args = parser().parse_args(argv)
     except TaintportError as err:
-        print(f"taintport: error: {reader.printable(err)}", file=sys.stderr)
+        print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
         return 2
     # SIGTERM (a CI job cancelled, kill) ends the run like Ctrl-C: children
     # killed, finished cells kept.
@@ -525,7 +524,7 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {reader.printable(err)}", file=sys.stderr)
+        print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)

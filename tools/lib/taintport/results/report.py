@@ -1,33 +1,27 @@
-"""Results: one cell.json per cell, matrix.json for the run, a table on the terminal.
+"""What every report says of the cells: the table on the terminal, the known
+bugs, the distribution's binaries, the fixes' states; and clean text.
 
-Every file is written atomically after each cell, so an interrupted run keeps
-every cell it finished.
+Text from a results file (a console line, an error, a name) can hold
+terminal escapes: printable() is how any of it leaves the tool.
 """
-import json
+import re
 import sys
-from pathlib import Path
 from typing import Sequence, TextIO
 
-from taintport.cache import write_atomic
 from taintport.judge.verdict import FixState, Status
 from taintport.layer import fixes
-from taintport.results.cells import Cell, Matrix, exit_code
-from taintport.results.reader import printable
-from taintport.results.reports import kcidb
+from taintport.results.cells import Cell, exit_code
 from taintport.tree.variants import Builder, Kind
 
+# C0 and C1 controls (but tab and newline), and the bidirectional overrides a
+# terminal or an editor would obey
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
-def write_cell(out: Path, cell: Cell) -> None:
-    write_atomic(Path(out) / cell.version / cell.variant.name / "cell.json",
-                 json.dumps(cell.as_json(), indent=2) + "\n")
 
-
-def write_document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> None:
-    """matrix.json, with its "kcidb" view computed from the cells; its URLs
-    lead where the folder is published (kcidb.artifacts)."""
-    data = doc.as_json()
-    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
-    write_atomic(Path(out) / "matrix.json", json.dumps(data, indent=2) + "\n")
+def printable(text: object) -> str:
+    """text as it may leave the tool: control characters shown, never obeyed."""
+    return UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                           else f"\\u{ord(m.group()):04x}", str(text))
 
 
 def summary_of(cell: Cell) -> str:

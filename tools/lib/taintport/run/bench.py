@@ -30,7 +30,7 @@ from taintport.cache import Cache, write_atomic
 from taintport.errors import RunError
 from taintport.kernel import build
 from taintport.layer import engine
-from taintport.results import render
+from taintport.results import folder, render
 from taintport.run.matrix import Runner
 from taintport.tree import fetch, series, variants
 from taintport.tree.variants import Base
@@ -121,12 +121,12 @@ def solo_cold_build(cache, version):
     as_shipped = variants.table().as_shipped()
     series.switch(tree, series.load(version.name), as_shipped,
                   cache.root / "logs" / "bench-solo.log")
-    folder = cache.root / "solo" / version.name
-    _, seconds = timed(build.build_variant, tree, folder / "build", version.name,
-                       folder / "artifacts" / as_shipped.name,
+    solo = cache.root / "solo" / version.name
+    _, seconds = timed(build.build_variant, tree, solo / "build", version.name,
+                       solo / "artifacts" / as_shipped.name,
                        cache.root / "logs" / f"bench-solo-{version.name}.log",
                        build.default_jobs(), cache.root)
-    return seconds  # folder stays until the bench ends, like the extractions
+    return seconds  # solo stays until the bench ends, like the extractions
 
 
 def run(main_cache, chosen, out, parallel=2):
@@ -138,7 +138,7 @@ def run(main_cache, chosen, out, parallel=2):
     built = list(variants.table().from_tree())
     code, wall = timed(runner.run, chosen, built)
     cells = runner.ordered_cells()
-    render.render_all(out / "cold", render.load(out / "cold"))
+    render.publish(out / "cold", folder.load_matrix(out / "cold"))
     if code != 0:
         raise RunError("bench", f"the cold matrix did not come out as expected (exit {code}); "
                        f"see {out / 'cold'}")
@@ -185,7 +185,7 @@ def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, pa
     # the layer on it (the layer on the tree as shipped reuses that one)
     layered = variants.table().layer_on(Base.REVERTED)
     first, negative = variants.table().as_shipped(), variants.table().generated_on(layered)
-    by = {c.where: c.timings.as_json() for c in cells}
+    by = {c.where: c.timings.by_stage() for c in cells}
     taken = {c.where: c.reused_from for c in cells if c.reused_from}
 
     def rebuild(version, variant):

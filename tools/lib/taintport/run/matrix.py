@@ -17,8 +17,8 @@ from taintport.errors import TaintportError
 from taintport.judge import verdict
 from taintport.kernel import build
 from taintport.process import STOPPING, stop_all
-from taintport.results import reader
 from taintport.results.cells import Cell, Inputs, exit_code
+from taintport.results.folder import Folder, unique_folder
 from taintport.run import sources, store
 from taintport.run import provoke  # test-only switch, kept apart from the pipeline's stages
 from taintport.run.progress import Progress
@@ -49,7 +49,7 @@ class Runner:
         self.keep = not fault
         self.reuse = reuse and not fault
         self.resume = resume
-        self.folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        self.folder = Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                    self.tools)
         self.chain = Chain(cache, out, verdict.load(), self.progress,
                            jobs=jobs or build.default_jobs(), timeout=timeout,
@@ -239,4 +239,4 @@ class Runner:
 
 
 def default_out() -> Path:
-    return reader.unique_folder(REPO / "results", time.strftime("%Y%m%dT%H%M%S"))
+    return unique_folder(REPO / "results", time.strftime("%Y%m%dT%H%M%S"))

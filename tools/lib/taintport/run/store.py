@@ -1,5 +1,4 @@
-"""The cell store: what decides a cell (its key), finished cells kept for reruns,
-and the results folder a run writes (and `--resume` reads back).
+"""The cell store: what decides a cell (its key), and finished cells kept for reruns.
 
 A finished cell is stored under <cache>/cells/<key>, the key hashed from
 everything that decides its result (package checksum, the variant's series,
@@ -11,7 +10,6 @@ import json
 import platform
 import shutil
 import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +17,9 @@ from taintport.cache import Cache
 from taintport.errors import TaintportError
 from taintport.judge import verdict
 from taintport.kernel import boot
-from taintport.kernel.boot import Accel
-from taintport.results import reader, report
-from taintport.results.cells import Cell, Inputs, Matrix
+from taintport.results import schema
+from taintport.results.folder import Folder, read_cell
+from taintport.results.cells import Cell, Inputs
 from taintport.run import sources
 from taintport.tree import series
 from taintport.tree.variants import Variant
@@ -50,8 +48,8 @@ def cell_key(variant: Variant, cell_inputs: Inputs, tools: dict[str, str],
     # The variant too: two variants can have the same inputs (a series whose
     # backported/ patches were dropped builds what reverted builds) and must
     # still never take each other's stored cell, judged by other rules.
-    text = json.dumps({"variant": variant.name, "inputs": cell_inputs.keyed(), "tools": tools,
-                       "timeout": timeout}, sort_keys=True)
+    text = json.dumps({"variant": variant.name, "inputs": schema.keyed_inputs(cell_inputs),
+                       "tools": tools, "timeout": timeout}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -82,7 +80,7 @@ class Stored:
         """A stored cell's folder; a damaged one is run again, never trusted."""
         folder = self.root / key
         try:
-            reader.read_cell(folder / "cell.json")
+            read_cell(folder / "cell.json")
         except TaintportError:
             return None
         return folder
@@ -108,58 +106,9 @@ class Stored:
         for name in CELL_FILES:
             if (folder / name).exists():
                 shutil.copy2(folder / name, dest / name)
-        cell = reader.read_cell(dest / "cell.json")
+        cell = read_cell(dest / "cell.json")
         cell.reused = True
         return cell
-
-
-class Folder:
-    """The results folder of one run: its cells as they finish, in the order
-    asked for, and with --resume the cells it already held."""
-
-    def __init__(self, out: Path, started: str, tools: dict[str, str]) -> None:
-        self.out = Path(out)
-        self.started = started
-        self.tools = tools
-        self.accelerator: Accel | None = None
-        self.earlier: dict[tuple[str, str], Cell] = {}
-        self.cells: dict[tuple[str, str], Cell] = {}
-        self.order: list[tuple[str, str]] = []
-        self.lock = threading.Lock()
-
-    def read_earlier(self) -> None:
-        """--resume: the cells the folder holds now (an error names a bad one)."""
-        self.earlier = reader.earlier_cells(self.out)
-
-    def finished_earlier(self, version: str, variant: Variant, key: str) -> Cell | None:
-        """--resume: a cell this folder already holds, made from the inputs of
-        now (errors, and cells whose inputs changed since, are run again)."""
-        cell = self.earlier.get((version, variant.name))
-        if cell is None or cell.status is verdict.Status.ERROR or cell.key != key:
-            return None
-        cell.resumed = True
-        return cell
-
-    def publish(self, cell: Cell) -> None:
-        """cell.json and matrix.json, written at once: a stop loses no finished cell."""
-        with self.lock:
-            self.cells[cell.where] = cell
-            report.write_cell(self.out, cell)
-            report.write_document(self.out, self.matrix())
-
-    def published(self, version: str, variant: Variant) -> Cell | None:
-        with self.lock:
-            return self.cells.get((version, variant.name))
-
-    def ordered_cells(self) -> list[Cell]:
-        """This run's cells in order; with --resume, the folder's other cells stay."""
-        ran = [self.cells.get(k) or self.earlier.get(k) for k in self.order]
-        kept = [cell for k, cell in sorted(self.earlier.items()) if k not in self.order]
-        return [cell for cell in ran if cell] + kept
-
-    def matrix(self) -> Matrix:
-        return Matrix(cells=self.ordered_cells(), started=self.started, tools=self.tools,
-                      accelerator=self.accelerator)
 
 
 def plan(version: Version, quilt_series: series.Series, variants: list[Variant],

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 from taintport.judge.verdict import Check
 from taintport.results.cells import Cell, Matrix, word
-from taintport.results.reader import printable
+from taintport.results.report import printable
 from taintport.results.reports import kcidb
 
 # XML 1.0 has no escape for most control characters; console text can hold them

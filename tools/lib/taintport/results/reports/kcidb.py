@@ -212,7 +212,7 @@ def build(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> Kcidb
                          "bzimage_sha256": inputs.bzimage_sha256 if inputs else None,
                          "binaries": inputs.binaries or None if inputs else None,
                          "fragments": inputs.fragments if inputs else None,
-                         "timings": cell.timings.as_json(),
+                         "timings": cell.timings.by_stage(),
                          "reused": cell.reused or None}),
     })
 
