@@ -88,15 +88,17 @@ def held(path, what):
 @contextmanager
 def holding(handle, holder):
     """With the flock taken: name the holder in the file for waiters, then let go."""
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{holder}\n")
-    handle.flush()
+    fd = handle.fileno()
+    try:
+        # unbuffered: a full disk fails here, not later in close()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{holder}\n".encode(), 0)
+    except OSError:
+        pass  # the name only tells a waiter who it waits for: the lock holds without it
     try:
         yield
     finally:
-        handle.seek(0)
-        handle.truncate()
+        os.ftruncate(fd, 0)
         fcntl.flock(handle, fcntl.LOCK_UN)
 
 def _umask():

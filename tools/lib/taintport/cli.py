@@ -174,9 +174,11 @@ def parser():
   report DIR                   re-render matrix.json's KCIDB view, junit.xml,
                                summary.md and index.html in DIR
   report compare OLD NEW       cells whose status changed, regressions first
-                               (exit 1 when there is a regression)
+                               (exit 1 when a cell became unexpected or an
+                               error, or went missing)
   report merge DIR... --out D  one results folder from runs that each did
-                               some kernels (CI jobs); a cell twice is an error
+                               some kernels (CI jobs); a cell twice is an error;
+                               D is new or empty, and none of the DIRs
   report kcidb DIR             print DIR's KCIDB view as one JSON document, the
                                form kcidb-submit reads on standard input""")
     p.add_argument("words", nargs="+", metavar="DIR | compare OLD NEW | merge DIR... | kcidb DIR")
@@ -452,6 +454,26 @@ def publish(out, doc, quilt_dir, artifacts_url=None):
         print(path)
 
 
+def merge(sources, out, quilt_dir, artifacts_url=None):
+    """report merge: every source read and checked before out is touched; out
+    is new or empty (as matrix's --out) and none of the sources, is held while
+    written, and holds nothing again when the merge cannot finish."""
+    for source in sources:
+        theirs, mine = Path(source).resolve(), Path(out).resolve()
+        if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
+            raise InputError(f"--out {out}: {source} is merged from it: the merged "
+                             "results go to a new or empty folder of their own")
+    doc = compare.merge(sources)
+    with folder.writing(out):
+        try:
+            folder.copy_logs(sources, out)
+            publish(out, doc, quilt_dir, artifacts_url)
+        except BaseException:
+            folder.empty(out)  # it held nothing when the lock was taken
+            raise
+    return doc.exit_code  # a CI report job fails as its cells do
+
+
 def cmd_report(args, cache):
     verb, *rest = args.words
     if verb == "compare":
@@ -461,14 +483,11 @@ def cmd_report(args, cache):
         for change in changes:
             print(change)
         print(f"{len(changes)} cell(s) changed status")
-        return 1 if any(c.kind == "regression" for c in changes) else 0
+        return 1 if any(c.worse for c in changes) else 0
     if verb == "merge":
         if not rest or args.out is None:
             raise InputError("usage: taintport report merge DIR... --out DIR")
-        doc = compare.merge(rest)
-        folder.copy_logs(rest, args.out)
-        publish(args.out, doc, args.quilt_dir, args.artifacts_url)
-        return doc.exit_code  # a CI report job fails as its cells do
+        return merge(rest, args.out, args.quilt_dir, args.artifacts_url)
     if verb == "kcidb":
         if len(rest) != 1:
             raise InputError("usage: taintport report kcidb DIR [--artifacts-url BASE]")

@@ -23,6 +23,12 @@ class Change(NamedTuple):
     new: Status | None
     kind: str
 
+    @property
+    def worse(self) -> bool:
+        """The cell became unexpected or an error, or went missing: what fails
+        `report compare` (exit 1), whatever it was before."""
+        return not sound(self.new)
+
     def __str__(self) -> str:
         old = self.old.value if self.old else "absent"
         new = self.new.value if self.new else "absent"

@@ -267,6 +267,17 @@ def writing(folder: Path, resume: bool = False) -> Iterator[None]:
             yield
 
 
+def empty(folder: Path) -> None:
+    """Everything in a folder this process holds (writing()) but its lock, removed."""
+    for entry in Path(folder).iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
 # -- writing -----------------------------------------------------------------------
 
 def write_text(path: Path, text: str) -> None:
