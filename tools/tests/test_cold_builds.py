@@ -10,6 +10,7 @@ from taintport import process
 from taintport.cache import Cache
 from taintport.judge import verdict
 from taintport.kernel import boot, build
+from taintport.layer import fixes
 from taintport.results.cells import Cell
 from taintport.run.progress import Progress
 from taintport.run.stages import Chain
@@ -19,8 +20,8 @@ from test_process import end, qemu_reading_state, spawn_sleep, state
 
 
 def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     spans = {}
 
     def stand_in(tree, build_dir, name, out, log, jobs, cache_root):

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from taintport.judge import ktap, verdict
+from taintport.layer import fixes
 from taintport.tree import variants, versions
 from taintport.tree.variants import HostCheck, Kind, named
 
@@ -135,7 +136,7 @@ def test_verdict_error_on_unreported_or_unknown_check():
 
 
 def test_repository_expectations_list_every_test_and_each_fixs_failures():
-    exp = verdict.load()
+    exp = verdict.load(fixes.NAMES)
     table = variants.table()
     assert [v.name for v in table.booted()] == ["upstream", "shipped", "reverted",
                                                 "backported", "patched"]
@@ -173,11 +174,11 @@ def test_expectations_file_is_validated(tmp_path):
         path = tmp_path / "e.toml"
         path.write_text(text)
         with pytest.raises(verdict.InputError):
-            verdict.load(path)
+            verdict.load(fixes.NAMES, path)
 
 
 def test_fix_states_follow_the_variant_and_what_ships():
-    exp = verdict.load()
+    exp = verdict.load(fixes.NAMES)
     S = verdict.FixState
     bookworm = ("unsigned",)
     states = {name: exp.states(named(name), bookworm)
@@ -217,7 +218,7 @@ def test_captured_consoles_are_judged_as_the_matrix_judged_them(log):
     judged from what the version's descriptor ships, as the matrix does."""
     name, _, outcome = log.stem.partition("-")
     variant = named(name)
-    exp = verdict.load()
+    exp = verdict.load(fixes.NAMES)
     ships = versions.select([log.parent.name])[0].ships
     states = exp.states(variant, ships)
     parsed = ktap.parse(log.read_text(errors="replace"))

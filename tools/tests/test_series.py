@@ -143,8 +143,8 @@ def chain_and_cells(tmp_path, ships):
     from taintport.results.cells import Cell
     from taintport.run.progress import Progress
     from taintport.run.stages import Chain
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     version = SimpleNamespace(name="v", ships=tuple(fixes.NAMES if ships else ()))
     upstream = Cell.new("v", named("upstream"), {})
     upstream.status = verdict.Status.AS_EXPECTED

@@ -14,6 +14,7 @@ from taintport.judge import verdict
 from taintport.judge.ktap import parse
 from taintport.judge.verdict import Check, Status
 from taintport.kernel import binary
+from taintport.layer import fixes
 from taintport.results import folder, report, schema
 from taintport.results.cells import Cell, Inputs, Matrix
 from taintport.results.reports import summary
@@ -144,7 +145,7 @@ def test_variants_skips_must_name_tests(tmp_path):
     with pytest.raises(InputError, match=r"\[variants.shipped\] skips test\(s\) that .*"
                                          r"\[tests\] does not have: "
                                          r"livepatch.module_not_tainted_X"):
-        verdict.load(table_path=path)
+        verdict.load(fixes.NAMES, table_path=path)
 
 
 def cell(variant, observed, status=Status.KNOWN_BUG):
@@ -297,11 +298,10 @@ def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
     from taintport.run.stages import Chain
     from taintport.judge.verdict import FixState
 
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
-    fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     shipped = cell("shipped", {"signed.loads": True, "livepatch.events_present": False})
-    shipped.fixes = fixes
+    shipped.fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
     other = cell("upstream", {"signed.loads": True, "livepatch.events_present": True})
     same = cell("upstream", {"signed.loads": True, "livepatch.events_present": False})
     chain.agree(shipped, other)

@@ -10,7 +10,6 @@ from pathlib import Path
 from taintport import ci
 from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
-from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
 from taintport.results import compare, folder, render, report
@@ -408,7 +407,7 @@ def cmd_boot(args, cache):
     with folder.writing(out):
         print(f"results: {out}", flush=True)
         progress = Progress(1)
-        chain = stages.Chain(cache, out, verdict.load(), progress, jobs=args.jobs,
+        chain = stages.Chain(cache, out, stages.expectations(), progress, jobs=args.jobs,
                              timeout=args.timeout, append=args.append,
                              accel=boot.Accel(args.accel, "chosen on the command line")
                              if args.accel else None)

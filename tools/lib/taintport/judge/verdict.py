@@ -21,7 +21,6 @@ from typing import Protocol
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.judge.ktap import Parsed
-from taintport.layer import fixes
 from taintport.tree import variants
 from taintport.tree.variants import Base, HostCheck, Variant
 
@@ -154,15 +153,13 @@ def _names(path: Path | str, where: str, value: object, what: str = "test") -> l
     return value
 
 
-def load(path: Path | str = EXPECTATIONS,
-         fix_names: Sequence[str] | None = None,
+def load(fix_names: Sequence[str], path: Path | str = EXPECTATIONS,
          table_path: Path | str = variants.TABLE) -> Expectations:
     """test-matrix/expectations.toml, checked: [tests] lists each subtest's
-    tests, every fix of the family has an xfail list of tests that [tests]
-    has, nothing else is there, and every test a variant skips
-    (test-matrix/variants.toml) is one of them."""
-    if fix_names is None:
-        fix_names = fixes.NAMES
+    tests, every fix of the family (fix_names: the layer's, which the run
+    gives) has an xfail list of tests that [tests] has, nothing else is
+    there, and every test a variant skips (test-matrix/variants.toml) is one
+    of them."""
     rows = variants.load(table_path)
     try:
         data = tomllib.loads(Path(path).read_text())

@@ -23,7 +23,7 @@ from taintport.run import sources, store
 from taintport.run import provoke  # test-only switch, kept apart from the pipeline's stages
 from taintport.run.progress import Progress
 from taintport.run.schedule import Schedule
-from taintport.run.stages import Built, Chain
+from taintport.run.stages import Built, Chain, expectations
 from taintport.tree import fetch, series, versions
 from taintport.tree.variants import Kind, Variant, table
 from taintport.tree.versions import Version
@@ -51,7 +51,7 @@ class Runner:
         self.resume = resume
         self.folder = Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                    self.tools)
-        self.chain = Chain(cache, out, verdict.load(), self.progress,
+        self.chain = Chain(cache, out, expectations(), self.progress,
                            jobs=jobs or build.default_jobs(), timeout=timeout,
                            append=f"taintport.fault={fault}" if fault else "")
         self.variants: list[Variant] = []

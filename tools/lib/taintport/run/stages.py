@@ -24,6 +24,7 @@ from taintport.judge import ktap, verdict
 from taintport.kernel import boot, build, initramfs
 from taintport.kernel.boot import Accel
 from taintport.kernel.build import Artifacts
+from taintport.layer import fixes
 from taintport.results.cells import Cell, Inputs, fault_in
 from taintport.run.progress import Progress
 from taintport.tree import series, variants
@@ -33,6 +34,11 @@ from taintport.tree.versions import Version
 T = TypeVar("T")
 # the guest's own `uname -v`, as the agent prints it
 UNAME_V = re.compile(r"# taintport-agent: uname -v: (.+)")
+
+
+def expectations() -> verdict.Expectations:
+    """What the cells of the family the layer carries must show."""
+    return verdict.load(fixes.NAMES)
 
 
 @dataclass(frozen=True)
