@@ -9,13 +9,25 @@ import fcntl
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, Protocol
 
 from taintport import names
 
 
-def default_root():
+class Pinned(Protocol):
+    """A pinned kernel version, as the cache names its folders (versions.Version)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def source_dir(self) -> str: ...
+
+
+def default_root() -> Path:
     if os.environ.get("TAINTPORT_CACHE"):
         return Path(os.environ["TAINTPORT_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -23,35 +35,35 @@ def default_root():
 
 
 class Cache:
-    def __init__(self, root=None):
+    def __init__(self, root: Path | str | None = None) -> None:
         # absolute: builds run make with -C and O= (a CI job names the cache
         # relative to its workspace, TAINTPORT_CACHE=.cache/taintport)
         self.root = (Path(root) if root else default_root()).absolute()
 
-    def apt(self):
+    def apt(self) -> Path:
         return self.root / "apt"
 
-    def debs(self):
+    def debs(self) -> Path:
         return self.root / "debs"
 
-    def tree(self, version):
+    def tree(self, version: Pinned) -> Path:
         """The extracted source of one pinned package version, patched in place."""
         return self.root / "trees" / version.name / version.version / version.source_dir
 
-    def build(self, version):
+    def build(self, version: Pinned) -> Path:
         return self.root / "build" / version.name / version.version
 
-    def artifacts(self, version, variant):
+    def artifacts(self, version: Pinned, variant: str) -> Path:
         return self.root / "artifacts" / version.name / version.version / variant
 
     @contextmanager
-    def locked(self, name):
+    def locked(self, name: str) -> "Iterator[Cache]":
         """Hold one version's tree and build dir; a second holder waits and says so."""
         with held(self._lock_path(name), f"{name} in {self.root}"):
             yield self
 
     @contextmanager
-    def try_locked(self, name):
+    def try_locked(self, name: str) -> Iterator[bool]:
         """Like locked(), but yield False at once when someone holds it."""
         with self._lock_path(name).open("a+") as handle:
             try:
@@ -62,7 +74,7 @@ class Cache:
             with holding(handle, f"pid {os.getpid()} (fetching ahead)"):
                 yield True
 
-    def _lock_path(self, name):
+    def _lock_path(self, name: str) -> Path:
         # checked before anything is created: a name is never a path
         names.version_name(name)
         (self.root / "locks").mkdir(parents=True, exist_ok=True)
@@ -70,7 +82,7 @@ class Cache:
 
 
 @contextmanager
-def held(path, what):
+def held(path: Path, what: str) -> Iterator[None]:
     """flock path; a second holder waits and says who holds what."""
     with open(path, "a+") as handle:
         try:
@@ -86,7 +98,7 @@ def held(path, what):
 
 
 @contextmanager
-def holding(handle, holder):
+def holding(handle: IO[str], holder: str) -> Iterator[None]:
     """With the flock taken: name the holder in the file for waiters, then let go."""
     fd = handle.fileno()
     try:
@@ -101,7 +113,7 @@ def holding(handle, holder):
         os.ftruncate(fd, 0)
         fcntl.flock(handle, fcntl.LOCK_UN)
 
-def _umask():
+def _umask() -> int:
     # read once at import, before any thread: setting it to read it is racy
     mask = os.umask(0o022)
     os.umask(mask)
@@ -111,7 +123,7 @@ def _umask():
 UMASK = _umask()
 
 
-def write_atomic(path, text):
+def write_atomic(path: Path | str, text: str) -> None:
     """Write a file so a reader never sees half of it (results survive a crash)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,9 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 from taintport import ci
 from taintport.cache import Cache
@@ -13,11 +15,16 @@ from taintport.errors import InputError, TaintportError
 from taintport.kernel import binary, boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
 from taintport.results import compare, folder, render, report
+from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
-from taintport.results.cells import FAULTS, exit_code, fault_in, word
 from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
+from taintport.tree.variants import Variant
+from taintport.tree.versions import Version
+
+Args = argparse.Namespace
+Verb = Callable[[Args, Cache], int]
 
 
 def description() -> str:
@@ -41,7 +48,7 @@ what test-matrix/expectations.toml says), 2 the run itself broke.
 """
 
 
-def names(values):
+def names(values: list[str] | None) -> list[str]:
     """Accept both `--versions a b` and `--versions a,b`."""
     out = []
     for value in values or []:
@@ -49,7 +56,7 @@ def names(values):
     return out
 
 
-def add_common(p):
+def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", type=Path, default=None,
                    help="cache root (default ${XDG_CACHE_HOME:-~/.cache}/taintport, "
                         "or $TAINTPORT_CACHE)")
@@ -59,7 +66,7 @@ def add_common(p):
                    help="make -j for kernel builds (default: cores + 1)")
 
 
-def artifacts_option(p):
+def artifacts_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifacts-url", metavar="BASE",
                    help="where the results folder is published: the KCIDB view's URLs "
                         f"become BASE/<path> (default ${kcidb.ARTIFACTS_ENV}, which the "
@@ -71,7 +78,7 @@ def one_cell(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", required=True, choices=[v.name for v in variants.table().booted()])
 
 
-def parser():
+def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="taintport", description=description(),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -202,7 +209,7 @@ def parser():
     return top
 
 
-def cmd_matrix(args, cache):
+def cmd_matrix(args: Args, cache: Cache) -> int:
     chosen = versions.select(names(args.versions))
     wanted = [variants.named(name, "--variants") for name in names(args.variants)] or \
         list(variants.table().booted())
@@ -216,7 +223,8 @@ def cmd_matrix(args, cache):
         return run_matrix(args, cache, out, chosen, wanted)
 
 
-def run_matrix(args, cache, out, chosen, wanted):
+def run_matrix(args: Args, cache: Cache, out: Path, chosen: list[Version],
+               wanted: list[Variant]) -> int:
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
@@ -238,7 +246,7 @@ def run_matrix(args, cache, out, chosen, wanted):
     return code
 
 
-def cmd_fetch(args, cache):
+def cmd_fetch(args: Args, cache: Cache) -> int:
     for version in versions.select(names(args.versions)):
         log = cache.root / "logs" / f"fetch-{version.name}.log"
         with cache.locked(version.name):
@@ -248,7 +256,7 @@ def cmd_fetch(args, cache):
     return 0
 
 
-def cmd_versions(args, cache):
+def cmd_versions(args: Args, cache: Cache) -> int:
     if args.repin:
         for version in versions.select(names(args.repin)):
             log = cache.root / "logs" / f"repin-{version.name}.log"
@@ -264,7 +272,7 @@ def cmd_versions(args, cache):
     return 0
 
 
-def cmd_regen(args, cache):
+def cmd_regen(args: Args, cache: Cache) -> int:
     stale = []
     for version in versions.select(names(args.versions)):
         with cache.locked(version.name):
@@ -287,7 +295,8 @@ def cmd_regen(args, cache):
     return 0
 
 
-def cell_setup(args, cache, variant):
+def cell_setup(args: Args, cache: Cache,
+               variant: Variant) -> tuple[Version, Path | None, series.Series]:
     """The version, its fetched tree (None when the variant's kernel is not
     built from it) and its series."""
     version = versions.select([args.version])[0]
@@ -298,7 +307,7 @@ def cell_setup(args, cache, variant):
     return version, tree, series.load(version.name, args.quilt_dir)
 
 
-def cmd_check(args, cache):
+def cmd_check(args: Args, cache: Cache) -> int:
     templates, seen = [], set()
     for version in versions.select([]):
         if version.suite not in seen:
@@ -315,7 +324,7 @@ def cmd_check(args, cache):
     return 2 if bad else 0
 
 
-def cmd_bench(args, cache):
+def cmd_bench(args: Args, cache: Cache) -> int:
     chosen = versions.select(names(args.versions))
     out = args.out or matrix.REPO / "results" / time.strftime("bench-%Y%m%dT%H%M%S")
     text = bench.run(cache, chosen, out, args.parallel)
@@ -324,7 +333,7 @@ def cmd_bench(args, cache):
     return 0
 
 
-def cmd_inspect(args, cache):
+def cmd_inspect(args: Args, cache: Cache) -> int:
     """Each fix, then its pieces; a tree that lacks a fix is a finding, not a failure."""
     if not args.tree.is_dir():
         raise InputError(f"{args.tree}: no such folder (--tree names a kernel source tree)")
@@ -341,7 +350,7 @@ def cmd_inspect(args, cache):
     return 0
 
 
-def cmd_apply(args, cache):
+def cmd_apply(args: Args, cache: Cache) -> int:
     if args.tree:
         if args.version or args.variant:
             raise InputError("use either --tree DIR or --version/--variant, not both")
@@ -374,16 +383,17 @@ def cmd_apply(args, cache):
         return apply_variant(args, cache)
 
 
-def apply_variant(args, cache):
+def apply_variant(args: Args, cache: Cache) -> int:
     variant = variants.named(args.variant, "--variant")
     version, tree, quilt_series = cell_setup(args, cache, variant)
+    assert tree is not None  # --variant's choices are the variants built from the tree
     log = cache.root / "logs" / f"apply-{version.name}.log"
     touched = series.switch(tree, quilt_series, variant, log)
     print(f"{tree}: now {args.variant}; series touches {', '.join(sorted(touched)) or 'nothing'}")
     return 0
 
 
-def cmd_build(args, cache):
+def cmd_build(args: Args, cache: Cache) -> int:
     """The kernel (unless the distribution built it), test modules and agent of one cell."""
     variant = variants.named(args.variant, "--variant")
     version, tree, quilt_series = cell_setup(args, cache, variant)
@@ -392,7 +402,7 @@ def cmd_build(args, cache):
     return 0
 
 
-def cmd_boot(args, cache):
+def cmd_boot(args: Args, cache: Cache) -> int:
     """One cell through the matrix's own chain (stages.Chain), from the
     artifacts `taintport build` left (for the distribution's binary, made
     here: they take seconds): the same checks, files and verdict."""
@@ -437,23 +447,24 @@ def cmd_boot(args, cache):
     return exit_code([cell])
 
 
-def locked_cell(func):
+def locked_cell(func: Verb) -> Verb:
     """apply/build/boot work on one version's tree and build dir: hold its lock."""
-    def wrapper(args, cache):
+    def wrapper(args: Args, cache: Cache) -> int:
         versions.select([args.version])  # a known name before it names a lock
         with cache.locked(args.version):
             return func(args, cache)
     return wrapper
 
 
-def publish(out, doc, quilt_dir, artifacts_url=None):
+def publish(out: Path, doc: Matrix, quilt_dir: Path, artifacts_url: str | None = None) -> None:
     """matrix.json and every report rendered from it."""
     for path in render.publish(out, doc, render.read_patches(doc, quilt_dir),
                                with_document=True, artifacts_url=artifacts_url):
         print(path)
 
 
-def merge(sources, out, quilt_dir, artifacts_url=None):
+def merge(sources: list[str], out: Path, quilt_dir: Path,
+          artifacts_url: str | None = None) -> int:
     """report merge: every source read and checked before out is touched; out
     is new or empty (as matrix's --out) and none of the sources, is held while
     written, and holds nothing again when the merge cannot finish."""
@@ -473,7 +484,7 @@ def merge(sources, out, quilt_dir, artifacts_url=None):
     return doc.exit_code  # a CI report job fails as its cells do
 
 
-def cmd_report(args, cache):
+def cmd_report(args: Args, cache: Cache) -> int:
     verb, *rest = args.words
     if verb == "compare":
         if len(rest) != 2:
@@ -502,7 +513,7 @@ def cmd_report(args, cache):
     return 0
 
 
-def cmd_ci(args, cache):
+def cmd_ci(args: Args, cache: Cache) -> int:
     if args.annotate:
         print("\n".join(ci.annotations(folder.load_matrix(args.annotate))))
         return 0
@@ -518,23 +529,27 @@ def cmd_ci(args, cache):
     return 0
 
 
-VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
+VERBS: dict[str, Verb] = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
          "regen": cmd_regen, "check": cmd_check, "bench": cmd_bench, "apply": cmd_apply, "inspect": cmd_inspect,
          "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot),
          "report": cmd_report, "ci": cmd_ci}
 
 
-def on_sigterm(signum, frame):
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv=None):
+def refused(err: TaintportError) -> int:
+    print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
     try:
         # the help names the variants: a broken variants.toml is an input error too
         args = parser().parse_args(argv)
     except TaintportError as err:
-        print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
-        return 2
+        return refused(err)
     # SIGTERM (a CI job cancelled, kill) ends the run like Ctrl-C: children
     # killed, finished cells kept.
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -542,8 +557,7 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
-        return 2
+        return refused(err)
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ class Option:
     where: str  # fragment:line
 
 
-def parse(path):
+def parse(path: Path) -> list[Option]:
     options = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.strip()
@@ -43,7 +43,8 @@ def parse(path):
     return options
 
 
-def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSIONS_DIR):
+def fragments(version_name: str, directory: Path = KCONFIG_DIR,
+              versions_dir: Path = versions.VERSIONS_DIR) -> list[Path]:
     """base.config, every feature fragment, then <version>.config when a version needs more.
 
     A feature fragment is any other *.config whose name is not a version's
@@ -62,7 +63,7 @@ def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSION
     return [base, *features, *([extra] if extra.is_file() else [])]
 
 
-def merged(frags):
+def merged(frags: list[Path]) -> list[Option]:
     """The options as merge_config.sh leaves them: a later fragment's value wins."""
     options: dict[str, Option] = {}
     for frag in frags:
@@ -72,7 +73,7 @@ def merged(frags):
     return list(options.values())
 
 
-def read_config(path):
+def read_config(path: Path) -> dict[str, str]:
     values = {}
     for line in Path(path).read_text().splitlines():
         m = LINE.match(line)
@@ -84,7 +85,7 @@ def read_config(path):
     return values
 
 
-def why_missing(tree, name):
+def why_missing(tree: Path, name: str) -> str:
     """The option's Kconfig entry (depends on / its absence), to say why it fell out."""
     symbol = name[len("CONFIG_"):]
     for kconfig in sorted(Path(tree).rglob("Kconfig*")):
@@ -102,7 +103,7 @@ def why_missing(tree, name):
     return "no such option in this tree's Kconfig files"
 
 
-def validate(tree, config_path, options):
+def validate(tree: Path, config_path: Path, options: list[Option]) -> None:
     """Every requested option present with its value, or an error naming each miss."""
     have = read_config(config_path)
     wrong = []
@@ -116,14 +117,15 @@ def validate(tree, config_path, options):
                          + "\n".join(wrong))
 
 
-def inputs_digest(frags):
+def inputs_digest(frags: list[Path]) -> str:
     digest = hashlib.sha256()
     for frag in frags:
         digest.update(frag.name.encode() + b"\0" + frag.read_bytes())
     return digest.hexdigest()
 
 
-def configure(tree, build_dir, frags, log, make_args):
+def configure(tree: Path, build_dir: Path, frags: list[Path], log: Path,
+              make_args: list[str]) -> bool:
     """Write build_dir/.config unless it already came from the same fragments."""
     build_dir = Path(build_dir)
     build_dir.mkdir(parents=True, exist_ok=True)

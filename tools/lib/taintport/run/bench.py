@@ -23,7 +23,9 @@ import platform
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from taintport import REPO
 from taintport.cache import Cache, write_atomic
@@ -31,9 +33,11 @@ from taintport.errors import RunError
 from taintport.kernel import build
 from taintport.layer import engine
 from taintport.results import folder, render
+from taintport.results.cells import Cell
 from taintport.run.matrix import Runner
 from taintport.tree import fetch, series, variants
 from taintport.tree.variants import Base
+from taintport.tree.versions import Version
 
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 
@@ -50,14 +54,18 @@ TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 SETTLE_SECONDS = 361
 
 
-def settle(say):
+Say = Callable[[str], None]
+T = TypeVar("T")
+
+
+def settle(say: Say) -> None:
     quiesce()
     say(f"bench: waiting {SETTLE_SECONDS} s after deleting the cache an interrupted run "
         "left, so the file system stops skipping the inodes it just freed")
     time.sleep(SETTLE_SECONDS)
 
 
-def quiesce():
+def quiesce() -> None:
     """Write out what earlier steps left in the page cache, outside any timing.
 
     An extraction leaves 1.1-1.8 GB of dirty pages, and a build more; written
@@ -68,7 +76,7 @@ def quiesce():
     os.sync()
 
 
-def fresh_cache(main, say):
+def fresh_cache(main: Cache, say: Say) -> Cache:
     bench = Cache(main.root / "bench")
     if bench.root.exists():
         shutil.rmtree(bench.root)
@@ -83,14 +91,14 @@ def fresh_cache(main, say):
     return bench
 
 
-def timed(func, *args):
+def timed(func: Callable[..., T], *args: object) -> tuple[T, float]:
     quiesce()
     start = time.monotonic()
     result = func(*args)
     return result, time.monotonic() - start
 
 
-def layer_seconds(cache, version):
+def layer_seconds(cache: Cache, version: Version) -> tuple[float, float]:
     """spatch on the reverted tree, plus quilt pushing the layer's patches."""
     tree = cache.tree(version)
     quilt_series = series.load(version.name)
@@ -102,7 +110,7 @@ def layer_seconds(cache, version):
     return spatch, quilt
 
 
-def extract_seconds(cache, version):
+def extract_seconds(cache: Cache, version: Version) -> float:
     """One extraction alone (the matrix fetches ahead, so its own figure hides it).
 
     The copy stays until the bench ends: deleting it would slow what comes next.
@@ -114,7 +122,7 @@ def extract_seconds(cache, version):
     return seconds
 
 
-def solo_cold_build(cache, version):
+def solo_cold_build(cache: Cache, version: Version) -> float:
     """What a cell's build stage does (`taintport build`: the kernel, the test
     modules and the agent), from an empty folder, alone on the machine."""
     tree = cache.tree(version)
@@ -129,7 +137,7 @@ def solo_cold_build(cache, version):
     return seconds  # solo stays until the bench ends, like the extractions
 
 
-def run(main_cache, chosen, out, parallel=2):
+def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) -> str:
     os.environ["CCACHE_DISABLE"] = "1"
     say = print
     cache = fresh_cache(main_cache, say)
@@ -179,7 +187,10 @@ def run(main_cache, chosen, out, parallel=2):
                  (edited, rerun), parallel)
 
 
-def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel):
+def table(chosen: Sequence[Version], cells: Sequence[Cell], wall: float,
+          solo: dict[str, float], layers: dict[str, tuple[float, float]],
+          extracts: dict[str, float], warm: float, touched: float, edited: tuple[float, int],
+          parallel: int) -> str:
     built = [v.name for v in variants.table().from_tree()]
     # the columns: our build of the tree as shipped, the negative control and
     # the layer on it (the layer on the tree as shipped reuses that one)
@@ -188,7 +199,7 @@ def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, pa
     by = {c.where: c.timings.by_stage() for c in cells}
     taken = {c.where: c.reused_from for c in cells if c.reused_from}
 
-    def rebuild(version, variant):
+    def rebuild(version: str, variant: str) -> str:
         """A rebuild's seconds, or whose build the cell took (backported on a
         tree that ships every fix is upstream's kernel)."""
         other = taken.get((version, variant))
@@ -275,7 +286,7 @@ BENCHMARKS = REPO / "docs" / "benchmarks.md"
 KEPT = "<!-- Below this line: written by hand, kept by make bench. -->"
 
 
-def write(text, path=BENCHMARKS):
+def write(text: str, path: Path = BENCHMARKS) -> None:
     """The run's tables, then whatever the file held below KEPT."""
     try:
         old = path.read_text()
