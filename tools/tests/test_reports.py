@@ -448,7 +448,7 @@ def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
     assert render.read_patches(bookworm, tmp_path / "quilt") == {"bookworm-6.1": {name: text}}
     (tmp_path / "quilt" / "bookworm-6.1" / name).write_text("changed since the run\n")
     assert render.read_patches(bookworm, tmp_path / "quilt") == {}
-    page = htmlpage.render(bookworm, BOOKWORM, {})
+    page = htmlpage.render(bookworm, BOOKWORM, folder.read_log, {})
     assert "is not available with the sha256 the run used" in page
 
 
@@ -577,7 +577,8 @@ def test_a_reused_cell_says_so(bookworm):
     assert build["misc"]["reused"] is True
     assert f"backported {summary.seconds(backported.timings.build)} (reused)" in \
         summary.render(doc)
-    assert "inputs unchanged since a stored run" in htmlpage.render(doc, BOOKWORM)
+    page = htmlpage.render(doc, BOOKWORM, folder.read_log)
+    assert "inputs unchanged since a stored run" in page
 
 
 def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
@@ -603,7 +604,7 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     assert "## Unexpected and error cells\n\nnone\n" in text
     assert "known bug as shipped: livepatch fix missing" in text
     assert doc.exit_code == 0
-    page = htmlpage.render(doc, BOOKWORM)
+    page = htmlpage.render(doc, BOOKWORM, folder.read_log)
     assert 'class="known"' in page and "livepatch module tainted K" in page
     assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
     xml = ET.fromstring(junit.render(doc))

@@ -60,7 +60,7 @@ def write_patches(out_dir: Path, patches: Patches) -> None:
 def reports(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> dict[str, str]:
     """{file name: text} of every report, made before any is written."""
     return {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
-            "index.html": htmlpage.render(doc, out_dir, patches)}
+            "index.html": htmlpage.render(doc, out_dir, folder.read_log, patches)}
 
 
 def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
