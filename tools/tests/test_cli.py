@@ -119,7 +119,7 @@ def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     (tree / "kernel" / "tracepoint.c").unlink()
     proc = taintport("inspect", "--tree", str(tree))
-    assert re.search(r"^  tracepoint +missing +kernel/tracepoint.c +file not found$",
+    assert re.search(r"^  tracepoint +no file +kernel/tracepoint.c +file not found$",
                      proc.stdout, re.M)
     proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "out"))
     assert proc.returncode == 2

@@ -154,7 +154,7 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
 
 def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_path):
     """Another point release that moved the files: not checked, said so, not an error."""
-    from taintport.layer import engine, pointreleases
+    from taintport.layer import engine, fixes, pointreleases
 
     name = "bookworm-6.1"
     quilt = series.load(name)
@@ -170,6 +170,6 @@ def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_pa
     # a context line of the reverted-full/ hunk changed, as a later point release might
     panic.write_text(text.replace("{ 'I', ' ', false },", "{ 'I', ' ', false }, /* moved */"))
     said = pointreleases.full_state(tmp_path / "t", quilt, name,
-                                    engine.generate(tmp_path / "t"), tmp_path / "log")
+                                    engine.generate(tmp_path / "t", fixes.FIXES), tmp_path / "log")
     assert said.startswith(f"full pre-fix state not checked: reverted-full/ of {name} "
                            "does not apply"), said

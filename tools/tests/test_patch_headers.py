@@ -115,7 +115,7 @@ def test_an_adapted_hunk_is_a_backport_with_a_named_note(tmp_path):
     assert dep3_problems(text) == [] and team_shape_problems(text, SENDER) == []
     assert "Origin: backport, https://git.kernel.org/linus/e7bb66f79a7b" in text
     (note,) = NOTE.findall(text)
-    assert note.startswith("[Jane Maintainer: Backported to 5.10: upstream's hunk is for ")
+    assert note.startswith("[Jane Maintainer: Backported to 5.10: upstream's hunk rewraps ")
     lines = text.split("\n---\n")[0].splitlines()
     assert lines[-1] == f"Signed-off-by: {SENDER}", "the note, then the sender's sign-off"
 

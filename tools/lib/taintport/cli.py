@@ -6,6 +6,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from typing import Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -29,7 +30,7 @@ Verb = Callable[[Args, Cache], int]
 
 def description() -> str:
     """The family of fixes and the variants, as their files say them."""
-    family = "\n".join(f"  {fix.name:<11} {fix.info['title']} (upstream {fix.commit[:12]}, "
+    family = "\n".join(f"  {fix.name:<11} {fix.info.title} (upstream {fix.commit[:12]}, "
                        f"{fix.release})" for fix in fixes.FIXES)
     rows = "\n".join(f"  {v.name:<11} {v.what}" for v in variants.table().booted())
     return f"""\
@@ -71,6 +72,20 @@ def artifacts_option(p: argparse.ArgumentParser) -> None:
                    help="where the results folder is published: the KCIDB view's URLs "
                         f"become BASE/<path> (default ${kcidb.ARTIFACTS_ENV}, which the "
                         "generated CI pipelines set; else file:// URLs of the folder)")
+
+
+def fix_params(p: argparse.ArgumentParser) -> None:
+    """One option per parameter a fix declares (--letter for the unsigned fix)."""
+    for fix in fixes.FIXES:
+        for param in fix.params:
+            p.add_argument(f"--{param.name}", dest=f"param_{param.name}",
+                           metavar=param.name.upper(), help=f"{param.help} ({fix.name} fix)")
+
+
+def given_params(args: argparse.Namespace) -> dict[str, str]:
+    return {fix_param.name: getattr(args, f"param_{fix_param.name}")
+            for fix in fixes.FIXES for fix_param in fix.params
+            if getattr(args, f"param_{fix_param.name}") is not None}
 
 
 def one_cell(p: argparse.ArgumentParser) -> None:
@@ -135,10 +150,10 @@ def parser() -> argparse.ArgumentParser:
                                             "results/bench-<timestamp>/)")
     p.add_argument("--parallel", type=int, default=2)
 
-    p = sub.add_parser("inspect", help="for each fix and each of its pieces: state, "
-                                       "file:line, shape")
+    p = sub.add_parser("inspect", help="for each fix and each of its pieces: state and "
+                                       "file:line, as the semantic patches judge them")
     p.add_argument("--tree", type=Path, required=True, help="any kernel source tree")
-    p.add_argument("--letter", default="E", help="taint letter for the unsigned bit (default E)")
+    fix_params(p)
 
     p = sub.add_parser("apply", help="put a fetched tree into one variant, or carry the "
                                      "layer onto your own tree (--tree)")
@@ -147,8 +162,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", choices=[v.name for v in variants.table().from_tree()])
     p.add_argument("--tree", type=Path, help="your kernel tree: push the layer onto it with "
                                             "quilt (patches/), all or nothing")
-    p.add_argument("--letter", default="E",
-                   help="taint letter (default E; X reproduces the 2014 posting where free)")
+    fix_params(p)
     p.add_argument("--export", type=Path, metavar="DIR",
                    help="with --tree: only write the patches (one per fix) and append them "
                         "to DIR/series")
@@ -338,12 +352,12 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
     if not args.tree.is_dir():
         raise InputError(f"{args.tree}: no such folder (--tree names a kernel source tree)")
     rows = []
-    for state in engine.inspect_fixes(args.tree, args.letter):
+    for state in engine.inspect(args.tree, fixes.FIXES, given_params(args)):
         fix = state.fix
-        rows.append((f"{fix.name}:", state.state, f"{fix.commit[:12]} ({fix.release})",
-                     state.not_applicable or fix.info["title"]))
-        rows += [(f"  {p.name}", p.state, f"{p.path}:{p.line}" if p.line else p.path, p.shape)
-                 for p in state.pieces]
+        rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
+                     state.not_applicable or fix.info.title))
+        rows += [(f"  {p.name}", p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
+                  p.detail) for p in state.pieces]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
@@ -356,22 +370,23 @@ def cmd_apply(args: Args, cache: Cache) -> int:
             raise InputError("use either --tree DIR or --version/--variant, not both")
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
-        log = Path(args.export or args.tree) / ".taintport-apply.log" if args.export \
-            else cache.root / "logs" / "apply-tree.log"
         identity = (dep3.parse_identity(args.signoff) if args.signoff
                     else dep3.git_identity(args.tree))
-        none = {}
+        none: Mapping[str, str] = {}
         if args.export:
-            generated, paths, none = carry.export(args.tree, args.letter, args.export,
-                                                  args.mail, identity)
+            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity)
+            none = done.no_mail
         else:
-            generated, paths = carry.apply(args.tree, args.letter, log, identity)
-        print(f"{args.tree}: {generated.summary}")
+            done = carry.apply(args.tree, given_params(args),
+                               cache.root / "logs" / "apply-tree.log", identity)
+        if done.recovered:
+            print(f"{args.export or args.tree}: {done.recovered}")
+        print(f"{args.tree}: {done.layer.summary}")
         for fix, why in none.items():
             print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
-        for path in paths:
+        for path in done.written:
             print(f"  {'written' if args.export else 'pushed'}: {path}")
-        if paths and identity is None:
+        if done.written and identity is None:
             print("  no identity (--signoff 'Name <mail>', or git's user.name and user.email): "
                   "left out your Signed-off-by and the name on each backport note; add them "
                   "before you send or upload")

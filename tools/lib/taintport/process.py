@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -147,7 +147,7 @@ def booting() -> Iterator[None]:
 
 
 def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
-        env: dict[str, str] | None = None, log: Path | str | None = None,
+        env: Mapping[str, str | None] | None = None, log: Path | str | None = None,
         timeout: float | None = None, check: bool = True, nice: int = 0,
         background: bool | None = None) -> "subprocess.CompletedProcess[str]":
     """Run cmd; stdout+stderr go to log (appended) or are captured.
@@ -156,8 +156,11 @@ def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
     RunError naming the command and quoting the last lines of its output.
     """
     full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    for key, value in (env or {}).items():
+        if value is None:  # the caller wants it unset (quilt's QUILT_* variables)
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     argv = niced([str(c) for c in cmd], nice)  # the log shows the niceness too
     shown = shlex.join(argv)
     out = None

@@ -16,14 +16,18 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Iterator
 
 from taintport import names
+from taintport.cache import Cache
 from taintport.errors import InputError, RunError, TaintportError
-from taintport.layer import engine, fixes, regen
+from taintport.layer import engine, fixes, model, regen
 from taintport.process import kill_group, reap, run, spawn
 from taintport.tree import fetch, series, variants
+from taintport.tree.versions import Version
 
-PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
+# the files the pieces can live in, and the Makefile that says which (the version)
+PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths} | {"Makefile"})
 SOURCE_PACKAGE = re.compile(r"^linux-source-\d+\.\d+$")
 
 
@@ -36,7 +40,7 @@ class Outcome:
     seconds: float
 
 
-def offered(cache, template, log):
+def offered(cache: Cache, template: Version, log: Path) -> list[tuple[str, fetch.Published]]:
     """(package, version, sha256) of every linux-source-X.Y in template's suite."""
     apt = fetch.PrivateApt(cache.apt(), template)
     apt.update(log)
@@ -52,7 +56,8 @@ def offered(cache, template, log):
     return found
 
 
-def piece_files(deb, package, dest, files=PIECE_FILES):
+def piece_files(deb: Path, package: str, dest: Path | str,
+                files: list[str] = PIECE_FILES) -> Path:
     """Stream the .deb's source tarball and keep only the layer's files.
 
     dpkg-deb | tar | xz as argument lists (no shell: the cache path is any
@@ -100,7 +105,8 @@ def piece_files(deb, package, dest, files=PIECE_FILES):
     return Path(dest)
 
 
-def check_one(cache, template, package, published, log):
+def check_one(cache: Cache, template: Version, package: str, published: fetch.Published,
+              log: Path) -> Outcome:
     start = time.monotonic()
     version = replace(template, package=package, version=published.version,
                       sha256=published.sha256, size=published.size,
@@ -111,7 +117,7 @@ def check_one(cache, template, package, published, log):
         with tempfile.TemporaryDirectory(prefix="taintport-point-") as tmp:
             files = sorted(set(PIECE_FILES) | (regen.full_state_files(quilt) if quilt else set()))
             tree = piece_files(deb, package, tmp, files)
-            as_shipped = engine.generate(tree)
+            as_shipped = engine.generate(tree, fixes.FIXES)
             verdict = as_shipped.summary
             if quilt:
                 verdict += "; " + full_state(tree, quilt, version.name, as_shipped, log)
@@ -121,7 +127,7 @@ def check_one(cache, template, package, published, log):
                    time.monotonic() - start)
 
 
-def full_state_series(template, package):
+def full_state_series(template: Version, package: str) -> series.Series | None:
     """The pinned version's quilt series when package is its kernel series: its
     full pre-fix state (reverted-full/) is what this point release is checked on."""
     if package != template.package:
@@ -132,11 +138,13 @@ def full_state_series(template, package):
         return None  # a template of the tests' own archive has no quilt/ folder
 
 
-def full_state(tree, quilt, name, as_shipped, log):
+def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: model.LayerPatch,
+               log: Path) -> str:
     """The whole layer on this point release brought to the full pre-fix state
     by the pinned version's reverted-full/: byte-identical to it as shipped,
     or why it could not be checked (an error when the layer got it wrong)."""
-    ships = [fp.fix.name for fp in as_shipped.patches if fp.state == "already upstream"]
+    ships = [fp.fix.name for fp in as_shipped.patches
+             if fp.outcome is model.Outcome.ALREADY_UPSTREAM]
     shipped = {rel: (tree / rel).read_bytes() for rel in sorted(regen.full_state_files(quilt))
                if (tree / rel).is_file()}
     try:
@@ -147,7 +155,8 @@ def full_state(tree, quilt, name, as_shipped, log):
     return f"full pre-fix state: identical in {len(full.compared)} files"
 
 
-def check_all(cache, templates, log, keep_debs=False):
+def check_all(cache: Cache, templates: list[Version], log: Path,
+              keep_debs: bool = False) -> Iterator[Outcome]:
     """One Outcome per offered version, suite by suite."""
     outcomes = []
     for template in templates:

@@ -43,7 +43,7 @@ def known_bugs(cells: Sequence[Cell]) -> list[str]:
             continue
         for name in cell.missing_fixes():
             fix = fixes.BY_NAME.get(name)
-            what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
+            what = (f"{fix.info.bug} ({fix.commit[:12]}, {fix.release}, not in "
                     f"this tree; taintport carries it: the patched variant)"
                     if fix else f"fix {name} missing")
             lines.append(f"{cell.version} {cell.variant} ({as_shipped(cell)}): {what}")

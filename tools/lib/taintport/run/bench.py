@@ -31,7 +31,7 @@ from taintport import REPO
 from taintport.cache import Cache, write_atomic
 from taintport.errors import RunError
 from taintport.kernel import build
-from taintport.layer import engine
+from taintport.layer import engine, fixes
 from taintport.results import folder, render
 from taintport.results.cells import Cell
 from taintport.run.matrix import Runner
@@ -105,7 +105,7 @@ def layer_seconds(cache: Cache, version: Version) -> tuple[float, float]:
     log = cache.root / "logs" / f"bench-layer-{version.name}.log"
     layered = variants.table().layer_on(Base.REVERTED)
     series.switch(tree, quilt_series, variants.table().generated_on(layered), log)
-    _, spatch = timed(engine.generate, tree)
+    _, spatch = timed(engine.generate, tree, fixes.FIXES)
     _, quilt = timed(series.switch, tree, quilt_series, layered, log)
     return spatch, quilt
 

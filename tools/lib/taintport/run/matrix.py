@@ -16,6 +16,7 @@ from taintport.cache import Cache
 from taintport.errors import TaintportError
 from taintport.judge import verdict
 from taintport.kernel import build
+from taintport.layer.ships import check_ships
 from taintport.process import STOPPING, stop_all
 from taintport.results.cells import Cell, Inputs, exit_code
 from taintport.results.folder import Folder, unique_folder
@@ -24,7 +25,7 @@ from taintport.run import provoke  # test-only switch, kept apart from the pipel
 from taintport.run.progress import Progress
 from taintport.run.schedule import Schedule
 from taintport.run.stages import Built, Chain, expectations
-from taintport.tree import fetch, series, versions
+from taintport.tree import fetch, series
 from taintport.tree.variants import Kind, Variant, table
 from taintport.tree.versions import Version
 
@@ -154,7 +155,7 @@ class Runner:
                 fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
                                       "fetch.log")
                 self.schedule.mark_fetched(version)
-                versions.check_ships(version, fetched.tree)
+                check_ships(version, fetched.tree)
             except TaintportError as err:
                 if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
                     self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
