@@ -23,6 +23,15 @@ new prefix. A push that fails is popped again, so the tree is never left
 half-patched. Every file a patch touches gets a fresh mtime on every switch:
 quilt restores backups with their old times, which would let make skip a
 rebuild of a file that changed back.
+
+The marker (.taintport/variant) never claims a state the tree is not in: a
+switch first replaces it with "switching to <variant>", which no caller
+trusts (current_variant() says ""), and names the variant again (written
+beside and renamed) only once quilt has applied exactly that variant's
+patches and their files have their fresh mtimes. A switch killed at any
+point leaves that untrusted marker; the next switch pops everything,
+including a patch whose push was cut short between patch(1) and quilt's
+record of it.
 """
 import hashlib
 import os
@@ -38,7 +47,9 @@ from pathlib import Path
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.process import appending, require, run
+from taintport.journal import replace_file
 from taintport.tree import variants
+from taintport.tree.quilt import quilt
 from taintport.tree.variants import Variant
 
 QUILT_DIR = REPO / "quilt"
@@ -109,20 +120,41 @@ def touched_files(patch_paths: Iterable[Path | str]) -> set[str]:
 
 def _quilt(tree: Path, args: list[str], log: Path | None,
            check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run quilt; its output is returned and also appended to log."""
-    env = {"QUILT_PATCHES": f"{STATE}/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
-    proc = run(["quilt", "--quiltrc=-", *args], stage="apply", cwd=tree, env=env,
-               check=check)
-    if log:
-        with appending(log) as out:
-            out.write(f"$ quilt {' '.join(args)}\n{proc.stdout}{proc.stderr}")
-    return proc
+    """Run quilt on the cached tree; its output is returned and also appended to log."""
+    return quilt(Path(tree), args, f"{STATE}/patches", log, check)
+
+
+SWITCHING = "switching to "
 
 
 def current_variant(tree: Path) -> str:
-    """The name of the variant the tree was switched to; "" when nothing is pushed."""
+    """The name of the variant the tree was switched to; "" when nothing is
+    pushed, or when a switch was cut short (the marker then says so)."""
     marker = Path(tree) / STATE / "variant"
-    return marker.read_text().strip() if marker.exists() else ""
+    said = marker.read_text().strip() if marker.exists() else ""
+    return "" if said.startswith(SWITCHING) else said
+
+
+def _mark(tree: Path, text: str) -> None:
+    replace_file(Path(tree) / STATE / "variant", f"{text}\n".encode())
+
+
+def _adopt_strays(tree: Path, log: Path | None) -> None:
+    """A push cut short after patch(1) wrote its backups under .pc/<patch>/
+    but before quilt listed <patch> as applied: list it, so that popping
+    restores its files from those backups."""
+    pc = Path(tree) / ".pc"
+    applied_list = pc / "applied-patches"
+    applied = applied_list.read_text().split() if applied_list.exists() else []
+    copies = Path(tree) / STATE / "patches"
+    listed = (copies / "series").read_text().split() if (copies / "series").exists() else []
+    strays = [name for name in listed if name not in applied and (pc / name).is_dir()]
+    if strays:
+        replace_file(applied_list, "".join(f"{n}\n" for n in applied + strays).encode())
+        if log:
+            with appending(log) as out:
+                out.write(f"taintport: {', '.join(strays)} left half pushed by an "
+                          "interrupted switch: popped from quilt's backups\n")
 
 
 def _applied_prefix(tree: Path, series: Series, wanted: tuple[str, ...]) -> tuple[int, int]:
@@ -186,7 +218,12 @@ def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> se
     old_patches = list((state / "patches").glob("*/*.patch")) if (state / "patches").exists() else []
     stale = touched_files(old_patches)
 
-    keep, applied = _applied_prefix(tree, series, wanted)
+    trusted = current_variant(tree)
+    state.mkdir(exist_ok=True)
+    _mark(tree, SWITCHING + variant.name)
+    if not trusted:
+        _adopt_strays(tree, log)
+    keep, applied = _applied_prefix(tree, series, wanted) if trusted else (0, 0)
     if not keep:
         _pop_all(tree, log)
     elif keep < applied:
@@ -194,7 +231,6 @@ def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> se
     if (state / "patches").exists():
         shutil.rmtree(state / "patches")
     (state / "patches").mkdir(parents=True)
-    (state / "variant").write_text("")
     for name in wanted:
         dest = state / "patches" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -205,11 +241,16 @@ def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> se
         proc = _quilt(tree, ["push", "--fuzz=0"], log, check=False)
         if proc.returncode != 0:
             _pop_all(tree, log)
+            _mark(tree, "")
             hunks = failed_hunks(proc.stdout + proc.stderr, series.directory / name)
             raise InputError(f"{series.directory / name} does not apply to {tree} without "
                              f"fuzz (variant {variant}); the tree was left as shipped"
                              + (f"\n{hunks}" if hunks else ""))
-    (state / "variant").write_text(f"{variant}\n")
+    applied_list = tree / ".pc" / "applied-patches"
+    now_applied = applied_list.read_text().split() if applied_list.exists() else []
+    if now_applied != list(wanted):
+        raise InputError(f"{tree}: quilt lists {', '.join(now_applied) or 'nothing'} as "
+                         f"applied, not the patches of variant {variant}")
 
     # not the FULL group's files (panic.h, kernel.h): no variant changes them, and
     # a fresh mtime there would make the next build of every variant nearly cold
@@ -218,6 +259,7 @@ def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> se
     for name in touched:
         if (tree / name).exists():
             os.utime(tree / name, (now, now))
+    _mark(tree, f"{variant}")
     return touched
 
 
