@@ -161,7 +161,7 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
 def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
                params: Params) -> tuple[tuple[Piece, ...], tuple[str, ...]]:
     """Every piece of fix judged and, when missing, carried onto scratch;
-    then every piece in a changed file judged present. Returns the pieces as they were judged
+    then every piece carried judged present. Returns the pieces as they were judged
     and the adaptation notes; LayerError on anything else."""
     # pieces that can live in the same file one after the other, the others at once
     groups: dict[tuple[str, ...], list[int]] = {}
@@ -178,9 +178,10 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
     pieces = tuple(piece for piece, _ in carried)
     for spec, piece in zip(fix.pieces, pieces):
         _refuse_unknown(spec, piece)
-    # judged again: every piece whose file was changed (the others are as judged)
-    changed = {piece.path for piece in pieces if piece.state is PieceState.MISSING}
-    again = [spec for spec, piece in zip(fix.pieces, pieces) if piece.path in changed]
+    # judged again: every piece carried (the others' code is as it was judged:
+    # each change is spatch's, checked token by token, at its own place)
+    again = [spec for spec, piece in zip(fix.pieces, pieces)
+             if piece.state is PieceState.MISSING]
     if again:
         for after in _judge_all(again, scratch, version, params):
             if after.state is not PieceState.PRESENT:
