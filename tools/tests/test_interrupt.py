@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from taintport.journal import JOURNAL
-from taintport.tree import series
+from taintport.tree import series, variants
 
 from test_carry import TAINTPORT, lacking_both, lacking_livepatch, snapshot
 from test_series import ORIGINAL, patch
@@ -248,8 +248,9 @@ SWITCH = """
 import sys
 from pathlib import Path
 sys.path.insert(0, {lib!r})
-from taintport.tree import series
-series.switch(Path({tree!r}), series.load("v", Path({quilt!r})), {variant!r}, Path({log!r}))
+from taintport.tree import series, variants
+series.switch(Path({tree!r}), series.load("v", Path({quilt!r})), variants.named({variant!r}),
+              Path({log!r}))
 """
 
 
@@ -301,7 +302,8 @@ def test_a_switch_killed_anywhere_leaves_no_marker_it_does_not_deserve(tmp_path)
         applied_list = tree / ".pc" / "applied-patches"
         applied = applied_list.read_text().split() if applied_list.exists() else []
         if said:
-            assert applied == list(loaded.for_variant(said)), (point, said, applied)
+            assert applied == list(loaded.for_variant(variants.named(said))), \
+                (point, said, applied)
         else:
             untrusted += 1
         done = _switch(tmp_path, tree, quilt, "backported")
