@@ -49,7 +49,7 @@ def test_help_speaks_the_field():
     proc = taintport("--help")
     assert proc.returncode == 0
     for fix in fixes.FIXES:
-        assert re.search(rf"^  {fix.name} +{fix.info['title']} \(upstream {fix.commit[:12]}",
+        assert re.search(rf"^  {fix.name} +{fix.info.title} \(upstream {fix.commit[:12]}",
                          proc.stdout, re.M), fix.name
     for variant in variants.table().booted():
         assert re.search(rf"^  {variant.name} +{re.escape(variant.what)}$", proc.stdout, re.M)
