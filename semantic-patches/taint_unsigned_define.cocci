@@ -3,7 +3,8 @@
 /// keep TAINT_FLAGS_COUNT in step, as upstream commit 66cc69e34e86 ("Fix:
 /// module signature vs tracepoints: add new TAINT_UNSIGNED_MODULE", v3.15)
 /// does in include/linux/kernel.h (include/linux/panic.h since v5.15).
-/// Never defines it twice; refuses when bit 13 belongs to another flag.
+/// Never defines it twice; refuses when bit 13 belongs to another flag or
+/// TAINT_UNSIGNED_MODULE already has another value.
 //
 // Confidence: High
 // Options: --no-includes --include-headers
@@ -11,8 +12,10 @@
 // Requires: 1.1.1
 //
 // Modes: patch, report, context, org (make coccicheck MODE=...). With
-// -D taintport (only tools/lib/taintport/layer/engine.py passes it) each rule that
-// changes code also prints "taintport: fired <rule> file:line"; without it
+// -D taintport (only tools/lib/taintport/layer/spatch.py passes it) each
+// rule's verdict is printed too ("taintport: present|missing|taken <rule>
+// file:line:col-line:col", the same places report mode names) and each rule
+// that changes code prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
 //
 // SmPL matches and adds whole #define lines (the kernel's own
@@ -20,7 +23,8 @@
 // declarers). Layout: spatch prints an added or changed #define with single
 // spaces ("#define TAINT_UNSIGNED_MODULE 13"); upstream aligns the value
 // with tabs. `tools/taintport apply --tree DIR` gives upstream's layout
-// (layer.py realigns the line like the one above it, whitespace only).
+// (tools/lib/taintport/layer/relayout.py realigns the line like the one above
+// it, whitespace only).
 
 virtual patch
 virtual context
@@ -32,10 +36,16 @@ virtual taintport
 @@
 MISSING = "TAINT_UNSIGNED_MODULE (bit 13) missing after TAINT_OOT_MODULE"
 TAKEN = "bit 13 belongs to %s, cannot define TAINT_UNSIGNED_MODULE"
+OTHER = "TAINT_UNSIGNED_MODULE is defined as %s, not 13"
+
+def taintport_say(kind, rule, p, message=""):
+    print(("taintport: %s %s %s:%s:%s-%s:%s %s" % (kind, rule, p.file, p.line, p.column,
+                                                  p.line_end, p.column_end, message)).rstrip())
 
 @present@
+position p;
 @@
-#define TAINT_UNSIGNED_MODULE 13
+#define TAINT_UNSIGNED_MODULE@p 13
 
 // The list of taint bits: "taken" looks only where it is (a rule with no
 // name of its own to look for would make spatch parse every file).
@@ -51,7 +61,14 @@ position p;
 @@
 #define I@p 13
 
-@find depends on !present && !taken@
+// TAINT_UNSIGNED_MODULE with another value: a second definition would clash.
+@other depends on oot && !present@
+expression v;
+position p;
+@@
+#define TAINT_UNSIGNED_MODULE@p v
+
+@find depends on !present && !taken && !other@
 position p;
 @@
 #define TAINT_OOT_MODULE@p 12
@@ -109,3 +126,37 @@ p << taken.p;
 I << taken.I;
 @@
 coccilib.report.print_report(p[0], TAKEN % I)
+
+@script:python depends on org@
+p << other.p;
+v << other.v;
+@@
+coccilib.org.print_todo(p[0], OTHER % v)
+
+@script:python depends on report@
+p << other.p;
+v << other.v;
+@@
+coccilib.report.print_report(p[0], OTHER % v)
+
+@script:python depends on taintport@
+p << present.p;
+@@
+taintport_say("present", "present", p[0])
+
+@script:python depends on taintport@
+p << find.p;
+@@
+taintport_say("missing", "find", p[0], MISSING)
+
+@script:python depends on taintport@
+p << taken.p;
+I << taken.I;
+@@
+taintport_say("taken", "taken", p[0], TAKEN % I)
+
+@script:python depends on taintport@
+p << other.p;
+v << other.v;
+@@
+taintport_say("taken", "other", p[0], OTHER % v)

@@ -5,7 +5,8 @@
 /// struct tnt tnts[] (to v4.9), designated taint_flags[] initialisers (v4.10),
 /// TAINT_FLAG() with four arguments (v6.12) and with three (v7.2).
 /// The letter is -D letter=<L> (default E; X reproduces the 2014 posting).
-/// A letter already owned by another flag is reported, never added.
+/// A letter already owned by another flag, or another letter already given
+/// to TAINT_UNSIGNED_MODULE, is reported, never added.
 //
 // Confidence: High
 // Options: --no-includes --include-headers
@@ -13,8 +14,10 @@
 // Requires: 1.1.1
 //
 // Modes: patch, report, context, org (make coccicheck MODE=...). With
-// -D taintport (only tools/lib/taintport/layer/engine.py passes it) each rule that
-// changes code also prints "taintport: fired <rule> file:line"; without it
+// -D taintport (only tools/lib/taintport/layer/spatch.py passes it) each
+// rule's verdict is printed too ("taintport: present|missing|taken <rule>
+// file:line:col-line:col", the same places report mode names) and each rule
+// that changes code prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
 //
 // Notes on the SmPL used here:
@@ -36,9 +39,10 @@
 // Layout: spatch prints an added { } initialiser over three lines and a
 // TAINT_FLAG() entry with single spaces; upstream aligns each entry on one
 // line with tabs. `tools/taintport apply --tree DIR` gives upstream's layout
-// (layer.py re-lays the entry out like the TAINT_OOT_MODULE one above it,
-// whitespace only, and updates the letter list in the comment above
-// print_tainted() before v4.10, which SmPL cannot edit).
+// (tools/lib/taintport/layer/relayout.py re-lays the entry out like the
+// TAINT_OOT_MODULE one above it, whitespace only, and fixes/unsigned.py
+// updates the letter list in the comment above print_tainted() before v4.10,
+// which SmPL cannot edit).
 
 virtual patch
 virtual context
@@ -51,10 +55,15 @@ virtual taintport
 LETTER = "E"
 MISSING = "letter %s for TAINT_UNSIGNED_MODULE missing after TAINT_OOT_MODULE"
 TAKEN = "letter '%s' already belongs to %s"
+OTHER = "TAINT_UNSIGNED_MODULE already has letter %s, not '%s'"
 
 def owner(flag):
     # TAINT_FLAG() names a flag without its TAINT_ prefix
     return flag if flag.startswith("TAINT_") else "TAINT_" + flag
+
+def taintport_say(kind, rule, p, message=""):
+    print(("taintport: %s %s %s:%s:%s-%s:%s %s" % (kind, rule, p.file, p.line, p.column,
+                                                  p.line_end, p.column_end, message)).rstrip())
 
 @initialize:python@
 l << virtual.letter;
@@ -80,13 +89,29 @@ coccinelle.c = cocci.make_expr("'%s'" % LETTER)
 @present@
 identifier arr;
 expression n;
+expression letter.c;
+position p;
 @@
 (
- struct tnt arr[] = { ..., { TAINT_UNSIGNED_MODULE, ... }, ..., };
+ struct tnt arr[] = { ..., { TAINT_UNSIGNED_MODULE@p, c, ... }, ..., };
 |
- struct taint_flag arr[n] = { ..., [TAINT_UNSIGNED_MODULE] = { ... }, ..., };
+ struct taint_flag arr[n] = { ..., [TAINT_UNSIGNED_MODULE@p] = { c, ... }, ..., };
 |
- struct taint_flag arr[n] = { ..., TAINT_FLAG(UNSIGNED_MODULE, ...), ..., };
+ struct taint_flag arr[n] = { ..., TAINT_FLAG(UNSIGNED_MODULE@p, c, ...), ..., };
+)
+
+// TAINT_UNSIGNED_MODULE with another letter: a second entry would clash.
+@other depends on !present@
+identifier arr;
+expression n, c2;
+position p;
+@@
+(
+ struct tnt arr[] = { ..., { TAINT_UNSIGNED_MODULE@p, c2, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., [TAINT_UNSIGNED_MODULE@p] = { c2, ... }, ..., };
+|
+ struct taint_flag arr[n] = { ..., TAINT_FLAG(UNSIGNED_MODULE@p, c2, ...), ..., };
 )
 
 // An entry of another flag with the letter asked for: the letter is taken.
@@ -105,7 +130,7 @@ position p;
  struct taint_flag arr[n] = { ..., TAINT_FLAG(f@p, c, ...), ..., };
 )
 
-@find depends on !present && !taken@
+@find depends on !present && !taken && !other@
 identifier arr;
 expression n;
 position p;
@@ -230,3 +255,37 @@ f << taken.f;
 p << taken.p;
 @@
 coccilib.report.print_report(p[0], TAKEN % (LETTER, owner(f)))
+
+@script:python depends on org@
+c2 << other.c2;
+p << other.p;
+@@
+coccilib.org.print_todo(p[0], OTHER % (c2, LETTER))
+
+@script:python depends on report@
+c2 << other.c2;
+p << other.p;
+@@
+coccilib.report.print_report(p[0], OTHER % (c2, LETTER))
+
+@script:python depends on taintport@
+p << present.p;
+@@
+taintport_say("present", "present", p[0])
+
+@script:python depends on taintport@
+p << find.p;
+@@
+taintport_say("missing", "find", p[0], MISSING % LETTER)
+
+@script:python depends on taintport@
+f << taken.f;
+p << taken.p;
+@@
+taintport_say("taken", "taken", p[0], TAKEN % (LETTER, owner(f)))
+
+@script:python depends on taintport@
+c2 << other.c2;
+p << other.p;
+@@
+taintport_say("taken", "other", p[0], OTHER % (c2, LETTER))

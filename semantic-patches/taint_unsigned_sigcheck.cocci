@@ -13,8 +13,10 @@
 // Requires: 1.1.1
 //
 // Modes: patch, report, context, org (make coccicheck MODE=...). With
-// -D taintport (only tools/lib/taintport/layer/engine.py passes it) each rule that
-// changes code also prints "taintport: fired <rule> file:line"; without it
+// -D taintport (only tools/lib/taintport/layer/spatch.py passes it) each
+// rule's verdict is printed too ("taintport: present|missing <rule>
+// file:line:col-line:col", the same places report mode names) and each rule
+// that changes code prints "taintport: fired <rule> file:line"; without it
 // patch mode prints nothing but the diff.
 // Layout: spatch's layout of the changed call is upstream's.
 //
@@ -32,6 +34,26 @@ virtual taintport
 @initialize:python@
 @@
 MISSING = "TAINT_FORCED_MODULE for a module that failed signature verification: TAINT_UNSIGNED_MODULE missing"
+
+def taintport_say(kind, rule, p, message=""):
+    print(("taintport: %s %s %s:%s:%s-%s:%s %s" % (kind, rule, p.file, p.line, p.column,
+                                                  p.line_end, p.column_end, message)).rstrip())
+
+@present@
+expression M, L, fmt;
+position p;
+@@
+if (!M->sig_ok) {
+  ...
+  \(pr_notice_once\|printk_once\)(fmt, ...);
+  add_taint_module@p(M, TAINT_UNSIGNED_MODULE, L);
+}
+
+@script:python present_notice@
+fmt << present.fmt;
+@@
+if "module verification failed" not in fmt:
+    cocci.include_match(False)
 
 @find@
 expression M, L, fmt;
@@ -77,3 +99,13 @@ coccilib.org.print_todo(p[0], MISSING)
 p << find.p;
 @@
 coccilib.report.print_report(p[0], MISSING)
+
+@script:python depends on taintport@
+p << present.p;
+@@
+taintport_say("present", "present", p[0])
+
+@script:python depends on taintport@
+p << find.p;
+@@
+taintport_say("missing", "find", p[0], MISSING)

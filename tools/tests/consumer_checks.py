@@ -236,7 +236,7 @@ def upstream_lines():
     from taintport.layer import fixes
     kept = set()
     for fix in fixes.FIXES:
-        kept |= set(fix.info["upstream"]["body"].splitlines())
+        kept |= set(fix.info.upstream.body.splitlines())
         kept.add(f"commit {fix.commit} upstream.")
     return kept - {""}
 

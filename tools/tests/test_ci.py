@@ -18,9 +18,10 @@ from taintport import ci
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder
 from taintport.results.cells import Cell
 from taintport.tree import versions
+from taintport.tree.variants import named
 
 RESULTS = Path(__file__).parent / "data" / "results"
 
@@ -222,9 +223,9 @@ def test_pipeline_variables_are_checked():
 # -- annotations ---------------------------------------------------------------
 
 def test_annotations_tell_a_regression_from_a_broken_run():
-    doc = render.load(RESULTS / "trixie-6.12")
+    doc = folder.load_matrix(RESULTS / "trixie-6.12")
     lines = ci.annotations(doc)
-    statuses = {c.variant: c.status.value for c in doc.cells}
+    statuses = {c.variant.name: c.status.value for c in doc.cells}
     assert sorted(statuses.values()) == ["as-expected", "error", "unexpected"]
     assert len(lines) == 2, "an as-expected cell needs no line"
     regression = next(line for line in lines if "regression" in line)
@@ -241,7 +242,7 @@ def test_annotations_tell_a_regression_from_a_broken_run():
 def test_annotation_escapes_what_workflow_commands_read():
     assert ci.escape_data("50%\r\nnext") == "50%25%0D%0Anext"
     assert ci.escape_property("a: b, c") == "a%3A b%2C c"
-    cell = dataclasses.replace(Cell.new("bookworm-6.1", "upstream", {}),
+    cell = dataclasses.replace(Cell.new("bookworm-6.1", named("upstream"), {}),
                                errors=["line one\nline two: 100%"])
     assert ci.annotation(cell) == ("::error title=bookworm-6.1 upstream%3A the run broke "
                                    "(error%2C no verdict)::line one%0Aline two: 100%25")

@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 from taintport.kernel import boot
-from taintport.tree import series
+from taintport.tree import variants
+from taintport.tree.variants import named
 
 from conftest import fake_command
 from test_layer import _tree
@@ -43,10 +44,16 @@ def test_not_a_kernel_tree(tmp_path):
 
 
 def test_help_speaks_the_field():
+    """The help names the whole family and every variant, as their files say them."""
+    from taintport.layer import fixes
     proc = taintport("--help")
     assert proc.returncode == 0
-    for word in ("TAINT_UNSIGNED_MODULE", "upstream", "reverted", "backported", "Exit codes"):
-        assert word in proc.stdout
+    for fix in fixes.FIXES:
+        assert re.search(rf"^  {fix.name} +{fix.info.title} \(upstream {fix.commit[:12]}",
+                         proc.stdout, re.M), fix.name
+    for variant in variants.table().booted():
+        assert re.search(rf"^  {variant.name} +{re.escape(variant.what)}$", proc.stdout, re.M)
+    assert "Exit codes" in proc.stdout
 
 
 def fake_kvm(tmp_path, monkeypatch, qemu_script):
@@ -112,7 +119,7 @@ def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     (tree / "kernel" / "tracepoint.c").unlink()
     proc = taintport("inspect", "--tree", str(tree))
-    assert re.search(r"^  tracepoint +missing +kernel/tracepoint.c +file not found$",
+    assert re.search(r"^  tracepoint +no file +kernel/tracepoint.c +file not found$",
                      proc.stdout, re.M)
     proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "out"))
     assert proc.returncode == 2
@@ -131,17 +138,19 @@ def test_bench_table_shows_a_taken_build_and_computes_the_targets():
     from taintport.results.cells import Cell
     cells = []
     for name, backported_built in (("old", True), ("new", False)):
-        for variant in series.VARIANTS:
+        for variant in variants.table().from_tree():
             cell = Cell.new(name, variant, {})
             cell.accelerator = "tcg"
-            taken = variant == "patched" or (variant == "backported" and not backported_built)
+            taken = variant.name == "patched" or (variant.name == "backported"
+                                                  and not backported_built)
             if taken:
-                cell.reused_from = "upstream" if variant == "backported" else "backported"
+                cell.reused_from = named("upstream" if variant.name == "backported"
+                                         else "backported")
                 cell.timings.record("apply", 0.1)
             else:
                 cell.timings.record("fetch", 1.0)
-                cell.timings.record("build", 500.0 if variant == "upstream" else 30.0)
-                cell.timings.record("initramfs", 10.0 if variant == "upstream" else 0.1)
+                cell.timings.record("build", 500.0 if variant.name == "upstream" else 30.0)
+                cell.timings.record("initramfs", 10.0 if variant.name == "upstream" else 0.1)
                 cell.timings.record("boot", 5.5)
             cells.append(cell)
     chosen = [SimpleNamespace(name="old"), SimpleNamespace(name="new")]

@@ -29,8 +29,11 @@ import pytest
 
 from taintport import REPO
 from taintport.cache import Cache
-from taintport.layer import engine, fixes
+from taintport.family import SEMANTIC_PATCHES
+from taintport.layer import engine, fixes, spatch
+from taintport.layer.model import PieceState
 from taintport.tree import series, versions
+from taintport.tree.variants import named
 from test_layer import DIFF_LINE, removed_lines
 
 VERSION = "bookworm-6.1"
@@ -106,7 +109,8 @@ def states(scratch):
     for rel in series.touched_files(quilt.directory / p for p in quilt.patches):
         if (fixed / rel).is_file():
             (fixed / rel).write_bytes(series.upstream_copy(tree, rel))
-    reverted = "".join((quilt.directory / p).read_text() for p in quilt.for_variant("reverted"))
+    reverted = "".join((quilt.directory / p).read_text()
+                       for p in quilt.for_variant(named("reverted")))
     # the reverted patch must apply: else the copy caught the cached tree mid-switch
     proc = _patch(fixed, reverted, "--dry-run")
     assert proc.returncode == 0, f"the copy of {tree} is not upstream:\n{proc.stdout}"
@@ -115,7 +119,8 @@ def states(scratch):
     assert _patch(lacking, reverted).returncode == 0
     shipped = fixed.with_name("shipped")
     shutil.copytree(fixed, shipped, symlinks=True)
-    patched = "".join((quilt.directory / p).read_text() for p in quilt.for_variant("patched"))
+    patched = "".join((quilt.directory / p).read_text()
+                      for p in quilt.for_variant(named("patched")))
     assert _patch(fixed, patched).returncode == 0
     for rel, line in TAKEN_OUT.items():
         text = (lacking / rel).read_text()
@@ -129,9 +134,9 @@ def _coccicheck(tree, spec, mode, debug_file):
            if not k.startswith(("MAKE", "MFLAGS", "KBUILD_")) and k not in KBUILD_ENV}
     proc = subprocess.run(
         ["make", "-s", "--no-print-directory", "-C", str(tree), "ARCH=x86_64", "coccicheck",
-         f"MODE={mode}", f"COCCI={engine.SEMANTIC_PATCHES / spec.cocci}",
+         f"MODE={mode}", f"COCCI={SEMANTIC_PATCHES / spec.cocci}",
          f"M={_checked_dir(tree, spec)}", "J=1", f"DEBUG_FILE={debug_file}",
-         f"SPFLAGS={' '.join(engine.SPATCH_PYTHON)}"],
+         f"SPFLAGS={' '.join(spatch.SPATCH_PYTHON)}"],
         env=env, capture_output=True, text=True)
     err = debug_file.read_text() if debug_file.exists() else ""
     assert proc.returncode == 0, proc.stdout + proc.stderr + err
@@ -164,8 +169,8 @@ def _places(mode, out):
 
 def _missing(tree):
     """{piece: (file, line)} of the pieces a semantic patch carries that tree lacks."""
-    return {p.name: (p.path, p.line) for p in engine.inspect(tree)
-            if p.state == "missing" and fixes.SPEC[p.name].cocci}
+    return {p.name: (p.path, p.line) for fs in engine.inspect(tree, fixes.FIXES)
+            for p in fs.pieces if p.state is PieceState.MISSING and fixes.SPEC[p.name].cocci}
 
 
 def test_the_lacking_state_lacks_every_piece_6_1_has_a_semantic_patch_for(states):
@@ -179,7 +184,7 @@ def test_the_lacking_state_lacks_every_piece_6_1_has_a_semantic_patch_for(states
 def test_spatch_runs_cleanly(runs, spec, mode):
     for state in ("lacking", "fixed"):
         err = runs[state, spec.name, mode].err
-        assert not [s for s in err.splitlines() if any(f in s for f in engine.SPATCH_FAILURES)], err
+        assert not [s for s in err.splitlines() if any(f in s for f in spatch.SPATCH_FAILURES)], err
 
 
 @pytest.mark.parametrize("spec", PIECES, ids=[s.name for s in PIECES])

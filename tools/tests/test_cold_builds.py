@@ -10,16 +10,18 @@ from taintport import process
 from taintport.cache import Cache
 from taintport.judge import verdict
 from taintport.kernel import boot, build
+from taintport.layer import fixes
 from taintport.results.cells import Cell
 from taintport.run.progress import Progress
 from taintport.run.stages import Chain
+from taintport.tree.variants import named
 
 from test_process import end, qemu_reading_state, spawn_sleep, state
 
 
 def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     spans = {}
 
     def stand_in(tree, build_dir, name, out, log, jobs, cache_root):
@@ -34,7 +36,7 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
     warm.mkdir(parents=True)
     (warm / "vmlinux").write_bytes(b"")  # built before: this one is a rebuild
     lanes = [threading.Thread(target=chain.compile,
-                              args=(v, tmp_path, Cell.new(v.name, "upstream", {}),
+                              args=(v, tmp_path, Cell.new(v.name, named("upstream"), {}),
                                     tmp_path / f"{v.name}.log"))
              for v in versions]
     for lane in lanes:

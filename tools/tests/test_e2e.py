@@ -17,7 +17,9 @@ import pytest
 from consumer_checks import junit_problems, kcidb_problems
 from taintport.cache import Cache
 from taintport.judge import verdict
+from taintport.layer import fixes
 from taintport.tree import versions
+from taintport.tree.variants import named
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
@@ -136,7 +138,7 @@ def test_debian_binary_boots_beside_our_build(run):
     assert cell["inputs"]["bzimage_sha256"] != cells["upstream"]["inputs"]["bzimage_sha256"]
     checks = {c["name"]: c for c in cell["checks"]}
     skipped = {n for n, c in checks.items() if c.get("directive") == "SKIP"}
-    assert skipped == verdict.load().skips("shipped")
+    assert skipped == named("shipped").skips
     assert all(checks[n]["declared_skip"] and checks[n]["matches"] for n in skipped)
     for name in ("unsigned.module_tainted_E", "unsigned.events_present", "unsigned.event_fires",
                  "signed.loads", "signed.module_not_tainted_E", "enforced.signed_loads",
@@ -169,18 +171,18 @@ def kunit_parse(console, scratch):
     return proc, cases, summary
 
 
-def assert_kunit_agrees(console, version, variant, scratch):
+def assert_kunit_agrees(console, version, name, scratch):
     """The kernel's own parser finds no parse error, and exactly the expected
     failures of the fixes the variant's tree lacks (none: all passed)."""
-    expectations = verdict.load()
+    variant = named(name)
+    expectations = verdict.load(fixes.NAMES)
     ships = versions.select([version])[0].ships
     kunit, cases, summary = kunit_parse(console, scratch)
     where = f"{version} {variant}"
     assert set(cases) == set(expectations.tests), (where, kunit.stdout)
     assert "ERROR" not in cases.values(), where
     # SKIP only where the variant declares a test unobservable by design
-    assert {n for n, status in cases.items() if status == "SKIP"} == \
-        expectations.skips(variant), where
+    assert {n for n, status in cases.items() if status == "SKIP"} == variant.skips, where
     assert "[ERROR]" not in kunit.stdout, (where, kunit.stdout)
     failed = {name for name, status in cases.items() if status == "FAIL"}
     want = expectations.failures(expectations.states(variant, ships))
@@ -188,7 +190,7 @@ def assert_kunit_agrees(console, version, variant, scratch):
     assert len(summary) == 1, (where, kunit.stdout)
     if not want:
         # "Ran 79 tests: passed: 79", or "passed: 70, skipped: 9" on a shipped cell
-        passed = len(cases) - len(expectations.skips(variant))
+        passed = len(cases) - len(variant.skips)
         assert f"passed: {passed}" in summary[0] and "failed" not in summary[0], where
     else:
         assert f"failed: {len(want)}" in summary[0], (where, summary)

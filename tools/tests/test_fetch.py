@@ -18,6 +18,7 @@ import pytest
 from taintport.cache import Cache, held, scratch
 from taintport.errors import InputError, RunError
 from taintport.tree import fetch
+from taintport.tree.variants import named
 from taintport.tree.versions import Version
 
 PKG = "linux-source-9.9"
@@ -377,17 +378,18 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
     import threading
     import time
 
-    from taintport.run import matrix, store
+    from taintport.run import matrix, sources
     from taintport.errors import RunError as Broke
     from taintport.results.cells import Inputs
-    from taintport.run.stages import Built
+    from taintport.run.stages import BootProfile, Built
     from taintport.judge.verdict import Status
 
     arch, good = archive
     v = version(arch, "9.9.1-1", sha(good))
     monkeypatch.setattr(matrix.series, "load", lambda name, quilt_dir: None)
-    monkeypatch.setattr(store, "inputs",
-                        lambda version, quilt_series, variant: Inputs("linux-source-9.9", "1"))
+    monkeypatch.setattr(sources.TreeBuild, "inputs",
+                        lambda self, version, quilt_series, variant:
+                        Inputs("linux-source-9.9", "1"))
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     spans = {}
     lock = threading.Lock()
@@ -398,21 +400,21 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
         with lock:
             spans[name] = (start, time.monotonic())
 
-    def build_cell(version, tree, quilt_series, cell):
+    def build_cell(self, chain, version, tree, quilt_series, cell):
         span(f"build {cell.variant}", 0.4)
-        if cell.variant == "reverted":
+        if cell.variant.name == "reverted":
             raise Broke("build", "make failed (a test's failure)")
-        return Built(artifacts=None, identical=None)
+        return Built(artifacts=None, identical=None, profile=BootProfile("", (), 1, 1))
 
     def judge_boot(cell, built):
         span(f"boot {cell.variant}", 0.6)
         cell.status = Status.AS_EXPECTED
 
-    monkeypatch.setattr(runner.chain, "build", build_cell)
+    monkeypatch.setattr(sources.TreeBuild, "prepare", build_cell)
     monkeypatch.setattr(runner.chain, "boot", judge_boot)
-    runner.run([v], ["upstream", "reverted", "backported"])
+    runner.run([v], [named("upstream"), named("reverted"), named("backported")])
     cells = runner.ordered_cells()
-    assert [(c.variant, c.status) for c in cells] == [
+    assert [(c.variant.name, c.status) for c in cells] == [
         ("upstream", Status.AS_EXPECTED), ("reverted", Status.ERROR),
         ("backported", Status.AS_EXPECTED)]
     assert "make failed" in cells[1].errors[0]

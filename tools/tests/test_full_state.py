@@ -14,10 +14,13 @@ import pytest
 
 from taintport.errors import InputError
 from taintport.layer import fixes, regen
-from taintport.tree import series, versions
+from taintport.tree import series, variants, versions
+from taintport.tree.variants import named
 from test_trees import NAMES, held_tree
 
 pytestmark = pytest.mark.e2e
+FULL = variants.table().full_state()
+GROUP = FULL.groups[0]
 
 # module-flags is not among them: on these trees module_flags_taint() loops over
 # taint_flags[], so the per-module letters come back with the letter piece
@@ -28,14 +31,14 @@ def full_state_copy(name, dest, log):
     """Upstream's copies of the files reverted-full/ touches, pushed to the full
     state with quilt --fuzz=0 in dest; returns (series, touched, upstream bytes)."""
     quilt = series.load(name)
-    patches = quilt.for_variant(series.FULL)
+    patches = quilt.for_variant(FULL)
     touched = sorted(series.touched_files(quilt.directory / p for p in patches))
     with held_tree(name) as (cache, tree):
         shipped = {rel: series.upstream_copy(tree, rel) for rel in touched}
     for rel, data in shipped.items():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         (dest / rel).write_bytes(data)
-    series.switch(dest, quilt, series.FULL, log)  # raises unless every push is fuzz-free
+    series.switch(dest, quilt, FULL, log)  # raises unless every push is fuzz-free
     return quilt, touched, shipped
 
 
@@ -43,7 +46,7 @@ def full_state_copy(name, dest, log):
 def test_full_state_applies_without_fuzz_and_leaves_no_trace_of_the_fixes(name, tmp_path):
     ships = versions.select([name])[0].ships
     quilt, touched, shipped = full_state_copy(name, tmp_path / "t", tmp_path / "log")
-    assert series.current_variant(tmp_path / "t") == series.FULL
+    assert series.current_variant(tmp_path / "t") == FULL.name
     assert set(touched) >= {"kernel/panic.c", "kernel/tracepoint.c",
                             "include/trace/events/module.h"}
     texts = {rel: (tmp_path / "t" / rel).read_text() for rel in touched}
@@ -59,7 +62,7 @@ def test_full_state_applies_without_fuzz_and_leaves_no_trace_of_the_fixes(name, 
     if "livepatch" in ships:
         assert "TAINT_LIVEPATCH)" not in texts["kernel/tracepoint.c"]
     # and quilt pops it back to the tree as shipped
-    series.switch(tmp_path / "t", quilt, "upstream", tmp_path / "log")
+    series.switch(tmp_path / "t", quilt, named("upstream"), tmp_path / "log")
     assert all((tmp_path / "t" / rel).read_bytes() == shipped[rel] for rel in touched)
 
 
@@ -110,9 +113,9 @@ def test_a_full_state_that_leaves_a_fix_in_place_is_refused(tmp_path):
     quilt = tmp_path / "quilt"
     shutil.copytree(series.QUILT_DIR / name, quilt / name)
     keep = [line for line in (quilt / name / "series").read_text().splitlines()
-            if not line.startswith(f"{series.FULL}/")]
-    (quilt / name / "series").write_text("\n".join(keep) + f"\n{series.FULL}/0001.patch\n")
-    (quilt / name / series.FULL / "0001.patch").write_text(
+            if not line.startswith(f"{GROUP}/")]
+    (quilt / name / "series").write_text("\n".join(keep) + f"\n{GROUP}/0001.patch\n")
+    (quilt / name / GROUP / "0001.patch").write_text(
         "Description: a comment only\n---\n--- a/kernel/tracepoint.c\n+++ b/kernel/tracepoint.c\n"
         + _comment_hunk(name))
     version = versions.select([name])[0]
@@ -153,7 +156,7 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
 
 def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_path):
     """Another point release that moved the files: not checked, said so, not an error."""
-    from taintport.layer import engine, pointreleases
+    from taintport.layer import engine, fixes, pointreleases
 
     name = "bookworm-6.1"
     quilt = series.load(name)
@@ -169,6 +172,6 @@ def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_pa
     # a context line of the reverted-full/ hunk changed, as a later point release might
     panic.write_text(text.replace("{ 'I', ' ', false },", "{ 'I', ' ', false }, /* moved */"))
     said = pointreleases.full_state(tmp_path / "t", quilt, name,
-                                    engine.generate(tmp_path / "t"), tmp_path / "log")
+                                    engine.generate(tmp_path / "t", fixes.FIXES), tmp_path / "log")
     assert said.startswith(f"full pre-fix state not checked: reverted-full/ of {name} "
                            "does not apply"), said

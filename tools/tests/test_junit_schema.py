@@ -13,9 +13,10 @@ import pytest
 from consumer_checks import JUNIT_XSD, junit_problems
 from taintport.judge import ktap, verdict
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder, render
 from taintport.results.cells import Matrix, Timings
 from taintport.results.reports import junit
+from taintport.tree.variants import named
 
 RESULTS = Path(__file__).parent / "data" / "results"
 FIXTURES = [RESULTS / "bookworm-6.1", RESULTS / "trixie-6.12"]
@@ -47,14 +48,14 @@ def test_the_schema_refuses_what_the_xunit_plugin_refuses(tmp_path):
         assert junit_problems(path), (old, new)
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=lambda f: f.name)
-def test_every_fixtures_junit_validates(folder, tmp_path):
+@pytest.mark.parametrize("results", FIXTURES, ids=lambda f: f.name)
+def test_every_fixtures_junit_validates(results, tmp_path):
     """junit.xml as `taintport report DIR` writes it for each committed
     fixture: known bugs, an error cell with missing checks, an unexpected
     cell with failures, a merged document."""
-    out = tmp_path / folder.name
-    shutil.copytree(folder, out)
-    render.render_all(out, render.load(out))
+    out = tmp_path / results.name
+    shutil.copytree(results, out)
+    render.publish(out, folder.load_matrix(out))
     assert junit_problems(out / "junit.xml") == []
     root = ET.parse(out / "junit.xml").getroot()
     assert root.get("skipped") is None
@@ -72,7 +73,7 @@ def test_the_merged_ci_junit_validates(tmp_path, taintport):
 
 
 def test_skips_control_characters_and_a_cell_that_never_booted_validate(tmp_path):
-    doc = render.load(FIXTURES[0])
+    doc = folder.load_matrix(FIXTURES[0])
     upstream = doc.cells[0]
     ktap_text = ("KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: signed\n"
                  "    1..1\n    ok 1 loads # SKIP no tracefs\nok 1 signed # SKIP\n"
@@ -80,7 +81,7 @@ def test_skips_control_characters_and_a_cell_that_never_booted_validate(tmp_path
     judged = verdict.judge(ktap.parse(ktap_text), {"signed.loads": True})
     skipped = dataclasses.replace(upstream, status=judged.status, checks=judged.checks,
                                   errors=judged.errors + ["\x1b[31m\x00 colour \ud800"])
-    never = dataclasses.replace(upstream, variant="reverted", status=Status.ERROR, checks=[],
+    never = dataclasses.replace(upstream, variant=named("reverted"), status=Status.ERROR, checks=[],
                                 errors=["fetch: 404"], timings=Timings(), inputs=None,
                                 kernel_release=None, accelerator=None)
     path = written(tmp_path, Matrix(cells=[skipped, never]))
@@ -94,6 +95,6 @@ def test_empty_document_validates(tmp_path):
 
 
 def test_hand_edited_names_stay_valid(tmp_path):
-    doc = copy.deepcopy(render.load(FIXTURES[1]))
+    doc = copy.deepcopy(folder.load_matrix(FIXTURES[1]))
     doc.cells[0].checks[0] = dataclasses.replace(doc.cells[0].checks[0], name="a\x07b")
     assert junit_problems(written(tmp_path, doc)) == []

@@ -14,7 +14,7 @@ import pytest
 
 from consumer_checks import KCIDB_SCHEMA, format_checker, kcidb_problems
 from taintport.errors import InputError
-from taintport.results import compare, render, report
+from taintport.results import compare, folder, render
 from taintport.results.reports import kcidb
 
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -64,26 +64,25 @@ def test_the_validator_enforces_what_kcidb_io_enforces():
     jsonschema.Draft7Validator.check_schema(json.loads(KCIDB_SCHEMA.read_text()))
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=lambda f: f.name)
-def test_the_committed_fixtures_kcidb_view_validates(folder):
+@pytest.mark.parametrize("results", FIXTURES, ids=lambda f: f.name)
+def test_the_committed_fixtures_kcidb_view_validates(results):
     """What the real runs stored in matrix.json under "kcidb"."""
-    view = json.loads((folder / "matrix.json").read_text())["kcidb"]
+    view = json.loads((results / "matrix.json").read_text())["kcidb"]
     assert kcidb_problems(view) == []
     assert urls(view) and all(u.startswith("https://") for u in urls(view))
 
 
-@pytest.mark.parametrize("folder", FIXTURES, ids=lambda f: f.name)
-def test_a_view_without_a_published_place_links_the_folder(folder, tmp_path,
+@pytest.mark.parametrize("results", FIXTURES, ids=lambda f: f.name)
+def test_a_view_without_a_published_place_links_the_folder(results, tmp_path,
                                                            no_artifacts_env):
     """No --artifacts-url, no variable: file:// URLs of the results folder,
     each leading to the file (the logs, and the patches' copies the reports
     step writes)."""
-    out = tmp_path / folder.name
-    shutil.copytree(folder, out)
-    doc = render.load(out)
-    report.write_document(out, doc)
+    out = tmp_path / results.name
+    shutil.copytree(results, out)
+    doc = folder.load_matrix(out)
     copied = render.read_patches(doc)
-    render.render_all(out, doc, copied)
+    render.publish(out, doc, copied, with_document=True)
     view = json.loads((out / "matrix.json").read_text())["kcidb"]
     assert kcidb_problems(view) == []
     prefix = out.resolve().as_uri() + "/"
@@ -103,7 +102,7 @@ def test_a_view_without_a_published_place_links_the_folder(folder, tmp_path,
 
 def test_the_variable_a_pipeline_sets_publishes_every_url(tmp_path, monkeypatch):
     monkeypatch.setenv(kcidb.ARTIFACTS_ENV, BASE)
-    view = kcidb.report(render.load(FIXTURES[0]), kcidb.artifacts(tmp_path))
+    view = kcidb.report(folder.load_matrix(FIXTURES[0]), kcidb.artifacts(tmp_path))
     assert kcidb_problems(view) == []
     assert "https://gitlab.example.org/kernel/taintport/-/jobs/4711/artifacts/raw/results/" \
         "merged/bookworm-6.1/upstream/build.log" in urls(view)

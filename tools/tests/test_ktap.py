@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from taintport.judge import ktap, verdict
-from taintport.tree import versions
+from taintport.layer import fixes
+from taintport.tree import variants, versions
+from taintport.tree.variants import HostCheck, Kind, named
 
 CAPTURES = Path(__file__).parent / "data" / "consoles"
 
@@ -134,12 +136,14 @@ def test_verdict_error_on_unreported_or_unknown_check():
 
 
 def test_repository_expectations_list_every_test_and_each_fixs_failures():
-    exp = verdict.load()
-    assert set(exp.variants) == {"upstream", "shipped", "reverted", "backported", "patched"}
+    exp = verdict.load(fixes.NAMES)
+    table = variants.table()
+    assert [v.name for v in table.booted()] == ["upstream", "shipped", "reverted",
+                                                "backported", "patched"]
     # the distribution's binary skips only what a module signed by it cannot show
     assert all(t.startswith(("signed.", "enforced.signed_")) or t == "livepatch.module_not_tainted_E"
-               for t in exp.skips("shipped"))
-    assert exp.variant("shipped").agrees_with == "upstream"
+               for t in named("shipped").skips)
+    assert named("shipped").check(Kind.AGREES) == HostCheck("shipped", Kind.AGREES, "upstream")
     assert set(exp.xfail) == {"unsigned", "livepatch"}
     subtests = [t.partition(".")[0] for t in exp.tests]
     assert list(dict.fromkeys(subtests)) == ["signed", "unsigned", "forced", "livepatch",
@@ -170,27 +174,28 @@ def test_expectations_file_is_validated(tmp_path):
         path = tmp_path / "e.toml"
         path.write_text(text)
         with pytest.raises(verdict.InputError):
-            verdict.load(path)
+            verdict.load(fixes.NAMES, path)
 
 
 def test_fix_states_follow_the_variant_and_what_ships():
-    exp = verdict.load()
+    exp = verdict.load(fixes.NAMES)
     S = verdict.FixState
     bookworm = ("unsigned",)
-    assert exp.states("upstream", bookworm) == {"unsigned": S.PRESENT, "livepatch": S.MISSING}
-    assert exp.states("reverted", bookworm) == {"unsigned": S.RECONSTRUCTED,
-                                                "livepatch": S.MISSING}
-    assert exp.states("backported", bookworm) == {"unsigned": S.CARRIED, "livepatch": S.CARRIED}
-    assert exp.states("patched", bookworm) == {"unsigned": S.PRESENT, "livepatch": S.CARRIED}
-    assert exp.known_bug("upstream", exp.states("upstream", bookworm))
-    assert not exp.known_bug("reverted", exp.states("reverted", bookworm))
+    states = {name: exp.states(named(name), bookworm)
+              for name in ("upstream", "reverted", "backported", "patched")}
+    assert states["upstream"] == {"unsigned": S.PRESENT, "livepatch": S.MISSING}
+    assert states["reverted"] == {"unsigned": S.RECONSTRUCTED, "livepatch": S.MISSING}
+    assert states["backported"] == {"unsigned": S.CARRIED, "livepatch": S.CARRIED}
+    assert states["patched"] == {"unsigned": S.PRESENT, "livepatch": S.CARRIED}
+    assert exp.known_bug(named("upstream"), exp.states(named("upstream"), bookworm))
+    assert not exp.known_bug(named("reverted"), exp.states(named("reverted"), bookworm))
     both = ("unsigned", "livepatch")
-    assert not exp.known_bug("upstream", exp.states("upstream", both))
-    assert exp.expected(exp.states("patched", bookworm)) == \
-        exp.expected(exp.states("backported", bookworm))
+    assert not exp.known_bug(named("upstream"), exp.states(named("upstream"), both))
+    assert exp.expected(exp.states(named("patched"), bookworm)) == \
+        exp.expected(exp.states(named("backported"), bookworm))
     # a fixed kernel passes every test; the reverted one fails both fixes' sets
-    assert all(exp.expected(exp.states("backported", bookworm)).values())
-    assert exp.failures(exp.states("reverted", both)) == \
+    assert all(exp.expected(exp.states(named("backported"), bookworm)).values())
+    assert exp.failures(exp.states(named("reverted"), both)) == \
         exp.xfail["unsigned"] | exp.xfail["livepatch"]
 
 
@@ -211,12 +216,13 @@ def test_captured_consoles_are_judged_as_the_matrix_judged_them(log):
     """Real boots (tools/tests/data/consoles/README.md), <version>/<variant>.log,
     some with how they were provoked in the name (<variant>-<outcome>.log):
     judged from what the version's descriptor ships, as the matrix does."""
-    variant, _, outcome = log.stem.partition("-")
-    exp = verdict.load()
+    name, _, outcome = log.stem.partition("-")
+    variant = named(name)
+    exp = verdict.load(fixes.NAMES)
     ships = versions.select([log.parent.name])[0].ships
     states = exp.states(variant, ships)
     parsed = ktap.parse(log.read_text(errors="replace"))
-    skips = exp.skips(variant)
+    skips = variant.skips
     j = verdict.judge(parsed, exp.expected(states), exp.known_bug(variant, states), skips)
     want = outcome or ("known-bug" if exp.known_bug(variant, states) else "as-expected")
     assert j.status.value == want, j.errors or [c.name for c in j.failing]

@@ -11,13 +11,15 @@ import hashlib
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import fake_command
 
 from taintport import REPO
-from taintport.layer import engine, fixes
+from taintport.layer import engine, fixes, spatch
+from taintport.layer.model import FixCondition, LayerError, Outcome, Piece, PieceState
 
 FIXTURES = REPO / "semantic-patches" / "tests"
 INPUTS = sorted(FIXTURES.glob("*.c"))
@@ -30,22 +32,26 @@ def _outcome(path):
     return FIXTURES / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
 
 
+def _transform(piece, text, letter):
+    return engine.transform(fixes.FIXES, piece, text, {"letter": letter})
+
+
 @pytest.mark.parametrize("outcome", OUTCOMES, ids=lambda p: p.name)
 def test_fixture(outcome):
     fixture, piece, letter = _outcome(outcome)
     if outcome.suffix == ".err":
-        with pytest.raises(engine.LayerError) as caught:
-            engine.transform(piece, fixture.read_text(), letter)
+        with pytest.raises(LayerError) as caught:
+            _transform(piece, fixture.read_text(), letter)
         assert outcome.read_text().strip() in str(caught.value)
         assert caught.value.piece == piece
     else:
-        assert engine.transform(piece, fixture.read_text(), letter) == outcome.read_text()
+        assert _transform(piece, fixture.read_text(), letter) == outcome.read_text()
 
 
 @pytest.mark.parametrize("res", sorted(FIXTURES.glob("*.res")), ids=lambda p: p.name)
 def test_fixture_already_fixed_is_left_alone(res):
     _, piece, letter = _outcome(res)
-    assert engine.transform(piece, res.read_text(), letter) == res.read_text()
+    assert _transform(piece, res.read_text(), letter) == res.read_text()
 
 
 def test_every_fixture_has_an_outcome_and_every_outcome_an_input():
@@ -53,50 +59,6 @@ def test_every_fixture_has_an_outcome_and_every_outcome_an_input():
         fixture, piece, _ = _outcome(outcome)
         assert fixture.exists() and piece in fixes.SPEC, outcome.name
     assert {p for p in INPUTS} == {_outcome(o)[0] for o in OUTCOMES}
-
-
-# Every shape the kernel had between 3.10 and 7.3 (see code-shapes.md), with
-# the state each must be seen in by at least one fixture.
-SHAPES = {
-    ("define", "#define in include/linux/kernel.h"): {"missing", "present"},
-    ("letter", "struct tnt tnts[]"): {"missing", "present"},
-    ("letter", "designated taint_flags[]"): {"missing", "present"},
-    ("letter", "TAINT_FLAG() with 4 arguments"): {"missing", "present"},
-    ("letter", "TAINT_FLAG() with 3 arguments"): {"missing", "present"},
-    ("sigcheck", "load_module() in kernel/module.c, printk_once"): {"missing", "present"},
-    ("sigcheck", "load_module() in kernel/module.c, pr_notice_once"): {"missing", "present"},
-    ("sigcheck", "module_augment_kernel_taints() in kernel/module.c, pr_notice_once"):
-        {"missing", "present"},
-    ("tracepoint", "tracepoint_module_coming() inline mask: OOT_MODULE|CRAP"):
-        {"missing", "present"},
-    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP"): {"missing", "present"},
-    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|TEST"): {"missing", "present"},
-    ("tracepoint", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|TEST|LIVEPATCH"):
-        {"missing", "present"},
-    ("module-flags", "explicit if per letter"): {"missing", "present"},
-    ("module-flags", "loop over taint_flags[]"): {"present"},
-    ("trace-event", "show_module_flags #define"): {"missing", "present"},
-    ("livepatch", "tracepoint_module_coming() inline mask: OOT_MODULE|CRAP"): {"missing"},
-    ("livepatch", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|UNSIGNED_MODULE"):
-        {"missing", "present"},
-    ("livepatch", "trace_module_has_bad_taint(): OOT_MODULE|CRAP|UNSIGNED_MODULE|TEST"):
-        {"missing", "present"},
-}
-
-
-def test_fixtures_cover_every_shape_missing_and_fixed():
-    seen = {}
-    for fixture in INPUTS + sorted(FIXTURES.glob("*.res")):
-        _, piece, letter = _outcome(fixture)
-        spec = fixes.SPEC[piece]
-        found = spec.recognise(fixture.read_text(), spec.paths[-1], letter)
-        if found:
-            shape = found.piece.shape
-            if piece == "tracepoint":
-                shape = shape.replace("|UNSIGNED_MODULE", "")
-            seen.setdefault((piece, shape), set()).add(found.piece.state)
-    for shape, states in SHAPES.items():
-        assert states <= seen.get(shape, set()), shape
 
 
 # ---------------------------------------------------------------- whole trees
@@ -125,17 +87,26 @@ def _digest(root):
             if p.is_file()}
 
 
+def _generate(tree, **params):
+    return engine.generate(tree, fixes.FIXES, params)
+
+
+def _inspect(tree, **params):
+    return [p for fs in engine.inspect(tree, fixes.FIXES, params) for p in fs.pieces]
+
+
 def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     before = _digest(tree)
-    patch = engine.generate(tree)
+    patch = _generate(tree)
     assert _digest(tree) == before, "generate() must not touch the tree"
     assert not patch.empty
     unsigned, livepatch = patch.patches
-    assert [p.state for p in unsigned.pieces] == ["missing"] * 6
+    assert [p.state for p in unsigned.pieces] == [PieceState.MISSING] * 6
     assert unsigned.diff == patch.diff
     # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why
-    assert livepatch.state == "not applicable" and "predates livepatch" in livepatch.not_applicable
+    assert livepatch.outcome is Outcome.NOT_APPLICABLE
+    assert "predates livepatch" in livepatch.not_applicable
     headers = re.findall(r"^--- a/(\S+)\n\+\+\+ b/(\S+)$", patch.diff, re.M)
     assert [a for a, b in headers] == sorted(TREE_310) and all(a == b for a, b in headers)
 
@@ -146,14 +117,16 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     expected = _tree(tmp_path / "expected", ".res")
     for rel in TREE_310:
         assert (work / rel).read_text() == (expected / rel).read_text(), rel
+    assert patch.after == {rel: (expected / rel).read_text() for rel in TREE_310}
 
 
 def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
-    patch = engine.generate(_tree(tmp_path, ".res"))
+    patch = _generate(_tree(tmp_path, ".res"))
     assert patch.diff == "" and patch.empty
-    assert [fp.state for fp in patch.patches] == ["already upstream", "not applicable"]
+    assert [fp.outcome for fp in patch.patches] == [Outcome.ALREADY_UPSTREAM,
+                                                    Outcome.NOT_APPLICABLE]
     assert patch.summary == "unsigned: already upstream; livepatch: not applicable"
-    assert all(p.state == "present" for p in patch.patches[0].pieces)
+    assert all(p.state is PieceState.PRESENT for p in patch.patches[0].pieces)
 
 
 def _tree_with_livepatch(root, suffix, mask):
@@ -167,9 +140,9 @@ def _tree_with_livepatch(root, suffix, mask):
 
 def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c")
-    patch = engine.generate(tree)
+    patch = _generate(tree)
     unsigned, livepatch = patch.patches
-    assert unsigned.state == livepatch.state == "carried"
+    assert unsigned.outcome is livepatch.outcome is Outcome.CARRIED
     assert "kernel/tracepoint.c" not in unsigned.diff  # the mask already has UNSIGNED
     assert livepatch.diff.count("+++ b/") == 1 and "+++ b/kernel/tracepoint.c" in livepatch.diff
     assert "+\t\t\t\t(1 << TAINT_LIVEPATCH));\n" in livepatch.diff
@@ -180,46 +153,65 @@ def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
 
 def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
-    patch = engine.generate(tree)
-    assert patch.patches[0].state == "already upstream"
-    assert patch.patches[1].adapted and "upstream's hunk is for the mask" in patch.patches[1].adapted[0]
+    patch = _generate(tree)
+    assert patch.patches[0].outcome is Outcome.ALREADY_UPSTREAM
+    (note,) = patch.patches[1].adapted
+    assert note.startswith("upstream's hunk rewraps the last two lines")
+    assert "a new line holding the new term, indented like it" in note
 
 
 def test_a_tree_before_module_signing_cannot_have_the_unsigned_bug(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
     module = tree / "kernel/module.c"
     module.write_text(module.read_text().replace("sig_ok", "verified"))
-    fix_state = engine.inspect_fixes(tree)[0]
-    assert fix_state.state == "not applicable"
+    fix_state = engine.inspect(tree, fixes.FIXES)[0]
+    assert fix_state.condition is FixCondition.NOT_APPLICABLE
     assert "predates module signing (v3.7" in fix_state.not_applicable
-    patch = engine.generate(tree)
-    assert patch.empty and patch.patches[0].state == "not applicable"
+    patch = _generate(tree)
+    assert patch.empty and patch.patches[0].outcome is Outcome.NOT_APPLICABLE
+
+
+def test_a_feature_named_only_in_a_comment_is_not_there(tmp_path):
+    """Applicability is judged on code: sig_ok in a comment is no module signing."""
+    tree = _tree(tmp_path / "tree", ".c")
+    module = tree / "kernel/module.c"
+    module.write_text(module.read_text().replace("sig_ok", "verified")
+                      + "/* one day: mod->sig_ok */\n")
+    assert engine.inspect(tree, fixes.FIXES)[0].condition is FixCondition.NOT_APPLICABLE
 
 
 def test_letter_x_reproduces_the_2014_posting_where_x_is_free(tmp_path):
-    patch = engine.generate(_tree(tmp_path, ".c"), letter="X")
+    patch = _generate(_tree(tmp_path, ".c"), letter="X")
     assert "+\t{ TAINT_UNSIGNED_MODULE,\t'X', ' ' },\n" in patch.diff
     assert "+\t\tbuf[l++] = 'X';\n" in patch.diff
     assert '+\t{ (1UL << TAINT_UNSIGNED_MODULE),\t"X" })\n' in patch.diff
+    assert "letter 'X'" in patch.patches[0].fix.info.upstream.body.replace("{letter}", "X")
 
 
 def test_a_taken_letter_is_an_error_naming_its_owner(tmp_path):
-    with pytest.raises(engine.LayerError) as caught:
-        engine.generate(_tree(tmp_path, ".c"), letter="W")
+    with pytest.raises(LayerError) as caught:
+        _generate(_tree(tmp_path, ".c"), letter="W")
     assert caught.value.piece == "letter"
     assert caught.value.path == "kernel/panic.c:11"
     assert "TAINT_WARN" in caught.value.expected
     assert all(s in str(caught.value) for s in ("letter", "kernel/panic.c:11", "TAINT_WARN"))
 
 
+def test_a_parameter_is_checked_before_anything_runs(tmp_path):
+    with pytest.raises(LayerError, match="expected one capital letter, got 'ee'"):
+        _generate(_tree(tmp_path, ".c"), letter="ee")
+    with pytest.raises(Exception, match="unknown parameter"):
+        _generate(_tree(tmp_path, ".c"), colour="red")
+
+
 def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
     tree = _tree(tmp_path, ".c")
     path = tree / "kernel/tracepoint.c"
     path.write_text(path.read_text().replace("(1 << TAINT_CRAP)", "(1 << TAINT_WARN)"))
-    assert engine.inspect(tree)[3] == engine.Piece("tracepoint", "unknown", "kernel/tracepoint.c",
-                                                 0, "missing")
-    with pytest.raises(engine.LayerError) as caught:
-        engine.generate(tree)
+    assert _inspect(tree)[3] == Piece("tracepoint", "kernel/tracepoint.c", 0,
+                                      PieceState.UNRECOGNISED, fixes.SPEC["tracepoint"].expected)
+    with pytest.raises(LayerError) as caught:
+        _generate(tree)
     assert (caught.value.piece, caught.value.path) == ("tracepoint", "kernel/tracepoint.c")
     assert "TAINT_CRAP" in caught.value.expected
 
@@ -227,15 +219,29 @@ def test_an_unknown_shape_is_an_error_and_nothing_is_generated(tmp_path):
 def test_a_missing_file_says_so(tmp_path):
     tree = _tree(tmp_path, ".c")
     (tree / "kernel/tracepoint.c").unlink()
-    assert engine.inspect(tree)[3] == engine.Piece("tracepoint", "file not found",
-                                                 "kernel/tracepoint.c", 0, "missing")
-    with pytest.raises(engine.LayerError, match="tracepoint.c: expected the file .*file not found"):
-        engine.generate(tree)
+    assert _inspect(tree)[3] == Piece("tracepoint", "kernel/tracepoint.c", 0,
+                                      PieceState.NO_FILE, "file not found")
+    with pytest.raises(LayerError, match="tracepoint.c: expected the file .*file not found"):
+        _generate(tree)
 
 
-def test_inspect_reports_shape_file_line_and_state(tmp_path):
-    pieces = engine.inspect(_tree(tmp_path, ".c"))
-    assert [(p.name, p.path, p.line, p.state) for p in pieces] == [
+def test_a_missing_file_is_named_where_the_trees_version_keeps_it(tmp_path):
+    """A 6.1 tree without kernel/module/main.c is told about that file, never
+    about kernel/module.c, where older kernels keep load_module()."""
+    tree = _tree(tmp_path, ".c")
+    (tree / "Makefile").write_text("VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\n")
+    (tree / "kernel/module.c").unlink()
+    by_name = {p.name: p for p in _inspect(tree)}
+    assert (by_name["sigcheck"].path, by_name["sigcheck"].state) == (
+        "kernel/module/main.c", PieceState.NO_FILE)
+    with pytest.raises(LayerError) as caught:
+        _generate(tree)
+    assert caught.value.path == "kernel/module/main.c" and "kernel/module.c" not in str(caught.value)
+
+
+def test_inspect_reports_file_line_and_state(tmp_path):
+    pieces = _inspect(_tree(tmp_path, ".c"))
+    assert [(p.name, p.path, p.line, p.state.value) for p in pieces] == [
         ("define", "include/linux/kernel.h", 12, "missing"),
         ("letter", "kernel/panic.c", 14, "missing"),
         ("sigcheck", "kernel/module.c", 34, "missing"),
@@ -257,22 +263,25 @@ def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
                  'echo "EXN: Failure(\\"boom\\") in kernel/module.c" >&2\n'
                  'echo "An error occurred when attempting to transform some files." >&2\n'
                  "exit 0\n")
-    with pytest.raises(engine.LayerError) as caught:
-        engine.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
+    with pytest.raises(LayerError) as caught:
+        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
     assert "EXN" in caught.value.expected
 
 
 def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
-    _fake_spatch(tmp_path, monkeypatch, "exit 0\n")
-    with pytest.raises(engine.LayerError) as caught:
-        engine.transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text())
-    assert "['sigcheck'] to fire" in caught.value.expected
+    """spatch judges the piece missing, then changes nothing when asked to fix it."""
+    _fake_spatch(tmp_path, monkeypatch,
+                 'echo "taintport: missing find kernel/module.c:34:2-34:18 TAINT_FORCED_MODULE"'
+                 "\nexit 0\n")
+    with pytest.raises(LayerError) as caught:
+        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
+    assert "to fix the place it reported (line 34); fired: none" in caught.value.expected
 
 
 # ------------------------------------------------------ the .cocci files alone
 # As a spatch user runs them: no -D taintport, each mode on its own. The
 # fixtures are ones whose .res differs from the .c only where spatch edits
-# code (no comment for engine.py to rewrite).
+# code (no comment for a scripted edit to rewrite).
 
 ALONE = [
     ("taint_unsigned_define.cocci", "define_kernel-h", 12),
@@ -288,13 +297,18 @@ DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +
 
 def _alone(cocci, path, *defines):
     """spatch's stdout for one file, as a user runs it (Options: of the header)."""
+    return _plain(cocci, [path], *defines)
+
+
+def _plain(cocci, paths, *defines):
+    """spatch's stdout for files, as a user runs it (Options: of the header)."""
     args = [a for d in defines for a in ("-D", d)]
-    proc = subprocess.run(["spatch", *engine.SPATCH_PYTHON, "--sp-file",
+    proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
                            REPO / "semantic-patches" / cocci, *args,
-                           "--very-quiet", "--no-includes", "--include-headers", path],
+                           "--very-quiet", "--no-includes", "--include-headers", *paths],
                           capture_output=True, text=True, check=True)
     assert not [line for line in proc.stderr.splitlines()
-                if any(f in line for f in engine.SPATCH_FAILURES)], proc.stderr
+                if any(f in line for f in spatch.SPATCH_FAILURES)], proc.stderr
     return proc.stdout
 
 
@@ -408,11 +422,91 @@ def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter
 def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     from dataclasses import replace
     from taintport.tree import versions
+    from taintport.layer.ships import check_ships
     from taintport.errors import InputError
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c")
     bookworm = versions.select(["bookworm-6.1"])[0]
-    versions.check_ships(bookworm, tree)  # ships unsigned only: agrees
+    check_ships(bookworm, tree)  # ships unsigned only: agrees
     with pytest.raises(InputError) as caught:
-        versions.check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
+        check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
     assert "bookworm-6.1.toml: ships says fix 'livepatch' is in bookworm-6.1" in str(caught.value)
     assert "livepatch missing at kernel/tracepoint.c:4" in str(caught.value)
+    assert "the layer finds it missing in the fetched tree" in str(caught.value)
+
+
+# ------------------------------------------------- one judge: inspect == spatch
+# Every fixture, .c and .res alike, at the path its piece lives in: what
+# `inspect` says of each piece a semantic patch judges there must be what
+# that semantic patch says on its own (report mode: where, and whether the
+# piece is missing or something is in its way; patch mode: whether it
+# changes anything). Nothing in Python may decide otherwise.
+
+def _plain_each(cocci, paths, *defines):
+    """spatch's stdout for each file on its own, as coccicheck runs it (--dir:
+    one file at a time), for files named <fixture>.c in a folder of copies."""
+    with tempfile.TemporaryDirectory(prefix="taintport-plain-") as folder:
+        for path in paths:
+            shutil.copyfile(path, Path(folder) / f"{path.name}.c")
+        args = [a for d in defines for a in ("-D", d)]
+        proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
+                               REPO / "semantic-patches" / cocci, *args, "--very-quiet",
+                               "--no-includes", "--include-headers", "--dir", folder],
+                              capture_output=True, text=True, check=True)
+        assert not [line for line in proc.stderr.splitlines()
+                    if any(f in line for f in spatch.SPATCH_FAILURES)], proc.stderr
+        return proc.stdout.replace(folder + "/", "")
+
+
+def _report_lines(cocci, files, letter):
+    """{fixture name: [(line, kind)]} of a plain report run; kind is "missing"
+    when the message says the piece is missing, else "taken"."""
+    found = {}
+    out = _plain_each(cocci, files, "report", f"letter={letter}")
+    for name, line, message in re.findall(r"^(\S+?)\.c:(\d+):\S+ (.*)$", out, re.M):
+        kind = "missing" if " missing" in message else "taken"
+        found.setdefault(name, []).append((int(line), kind))
+    return found
+
+
+def _patched(cocci, files, letter):
+    """The fixture names a plain patch run changes."""
+    out = _plain_each(cocci, files, "patch", f"letter={letter}")
+    return {name for name in re.findall(r"^--- (?:a/)?(\S+?)\.c$", out, re.M)}
+
+
+FIXTURE_INPUTS = INPUTS + sorted(FIXTURES.glob("*.res"))
+
+
+def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
+    by_letter = {}
+    for path in FIXTURE_INPUTS:
+        by_letter.setdefault(_outcome(path)[2], []).append(path)
+    checked = 0
+    for letter, paths in by_letter.items():
+        plain = {}
+        for spec in (s for s in fixes.PIECES if s.cocci):
+            plain[spec.name] = (_report_lines(spec.cocci, paths, letter),
+                                _patched(spec.cocci, paths, letter))
+        for n, path in enumerate(paths):
+            piece = fixes.SPEC[_outcome(path)[1]]
+            tree = tmp_path / f"{letter}{n}"
+            (tree / piece.paths[-1]).parent.mkdir(parents=True)
+            shutil.copyfile(path, tree / piece.paths[-1])
+            for found in _inspect(tree, letter=letter):
+                spec = fixes.SPEC[found.name]
+                if found.path != piece.paths[-1] or not spec.cocci:
+                    continue
+                report, patched = plain[spec.name]
+                said = report.get(path.name, [])
+                where = (path.name, found.name, found.state, said)
+                if found.state is PieceState.MISSING:
+                    assert (found.line, "missing") in said, where
+                    assert path.name in patched, where
+                elif found.state is PieceState.CONFLICTING:
+                    assert (found.line, "taken") in said and all(k == "taken" for _, k in said), where
+                    assert path.name not in patched, where
+                else:
+                    assert found.state in (PieceState.PRESENT, PieceState.UNRECOGNISED), where
+                    assert said == [] and path.name not in patched, where
+                checked += 1
+    assert checked >= len(FIXTURE_INPUTS)

@@ -115,7 +115,7 @@ def test_an_adapted_hunk_is_a_backport_with_a_named_note(tmp_path):
     assert dep3_problems(text) == [] and team_shape_problems(text, SENDER) == []
     assert "Origin: backport, https://git.kernel.org/linus/e7bb66f79a7b" in text
     (note,) = NOTE.findall(text)
-    assert note.startswith("[Jane Maintainer: Backported to 5.10: upstream's hunk is for ")
+    assert note.startswith("[Jane Maintainer: Backported to 5.10: upstream's hunk rewraps ")
     lines = text.split("\n---\n")[0].splitlines()
     assert lines[-1] == f"Signed-off-by: {SENDER}", "the note, then the sender's sign-off"
 
@@ -132,7 +132,7 @@ def test_without_an_identity_the_tool_says_what_it_left_out(tmp_path):
     assert dep3_problems(text) == [] and team_shape_problems(text) == []
     assert "[Backported to 5.10: " in text
     # the note last: upstream's chain ends before it, no sign-off after it
-    assert text.split("\n---\n")[0].endswith(")]")
+    assert text.split("\n---\n")[0].endswith("no other line changes]")
     assert text.count("Signed-off-by:") == 2
 
 
@@ -173,8 +173,14 @@ def test_export_into_debian_patches_goes_where_the_team_puts_upstream_fixes(tmp_
         "bugfix/all/disable-some-marvell-phys.patch",
         "bugfix/all/fs-add-module_softdep-declarations-for-hard-coded-cr.patch", name]
     assert [line for line in lines if line != name] == DEBIAN_SERIES.splitlines()
+    # the same export again (a rerun after a kill) writes nothing and lists nothing twice
+    listed = (patches / "series").read_text()
     again = export(tree, patches, "--signoff", SENDER)
-    assert again.returncode == 2 and "exists" in again.stderr
+    assert again.returncode == 0 and (patches / "series").read_text() == listed
+    # a patch changed since is never overwritten
+    (patches / name).write_text((patches / name).read_text() + "\n")
+    changed = export(tree, patches, "--signoff", SENDER)
+    assert changed.returncode == 2 and "exists" in changed.stderr
 
 
 def test_series_placement_without_the_teams_comment():

@@ -7,7 +7,7 @@ import pytest
 from taintport.cache import Cache
 from taintport.errors import InputError
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder
 from taintport.results.cells import exit_code
 from taintport.run import matrix, provoke
 
@@ -16,7 +16,7 @@ from test_ci import RESULTS
 
 @pytest.fixture
 def cells():
-    return render.load(RESULTS / "bookworm-6.1").cells
+    return folder.load_matrix(RESULTS / "bookworm-6.1").cells
 
 
 def test_unset_changes_nothing(cells):
@@ -40,13 +40,13 @@ def test_unexpected_adds_a_failing_check_that_says_why(cells):
     targets = provoke.from_environment({provoke.VARIABLE: "unexpected:bookworm-6.1/reverted"})
     after = [provoke.apply(targets, c) for c in cells]
     assert cells == before, "the caller's cell (the one stored) is not touched"
-    reverted = next(c for c in after if c.variant == "reverted")
+    reverted = next(c for c in after if c.variant.name == "reverted")
     assert reverted.status is Status.UNEXPECTED
     provoked = reverted.checks[-1]
     assert provoked.name == "provoked_unexpected" and not provoked.matches
     assert "test-only" in provoked.diagnostics[0]
-    assert [c for c in after if c.variant != "reverted"] == \
-        [c for c in cells if c.variant != "reverted"]
+    assert [c for c in after if c.variant.name != "reverted"] == \
+        [c for c in cells if c.variant.name != "reverted"]
     assert exit_code(after) == 1
 
 
@@ -54,7 +54,7 @@ def test_error_adds_an_error_that_says_why(cells):
     targets = provoke.from_environment(
         {provoke.VARIABLE: "unexpected:bookworm-6.1/reverted, error:bookworm-6.1/upstream"})
     after = [provoke.apply(targets, c) for c in cells]
-    upstream = next(c for c in after if c.variant == "upstream")
+    upstream = next(c for c in after if c.variant.name == "upstream")
     assert upstream.status is Status.ERROR
     assert "test-only" in upstream.errors[-1]
     assert exit_code(after) == 2, "a broken run outranks a regression"

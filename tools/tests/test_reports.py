@@ -27,9 +27,10 @@ import pytest
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
 from taintport.judge.verdict import FixState, Status
-from taintport.results import compare, reader, render, report
+from taintport.results import compare, folder, render, report
 from taintport.results.cells import Matrix, Timings
 from taintport.results.reports import htmlpage, junit, kcidb, summary
+from taintport.tree.variants import named
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).parent / "data" / "results"
@@ -61,16 +62,16 @@ WHERE = kcidb.Artifacts(BASE)
 
 @pytest.fixture
 def bookworm():
-    return render.load(BOOKWORM)
+    return folder.load_matrix(BOOKWORM)
 
 
 @pytest.fixture
 def trixie():
-    return render.load(TRIXIE)
+    return folder.load_matrix(TRIXIE)
 
 
 def cell(doc, variant):
-    return next(c for c in doc.cells if c.variant == variant)
+    return next(c for c in doc.cells if c.variant.name == variant)
 
 
 def nulls(obj, where=""):
@@ -85,17 +86,17 @@ def nulls(obj, where=""):
 
 # the fixtures: real runs, read back by the runner's own reader
 
-@pytest.mark.parametrize("folder", [BOOKWORM, TRIXIE], ids=lambda f: f.name)
-def test_fixture_folders_load_as_the_runner_reads_results(folder):
-    """matrix.json through reader.load_matrix (what `report` and `merge`
-    read), each cell.json through results.earlier_cells (what --resume
+@pytest.mark.parametrize("results", [BOOKWORM, TRIXIE], ids=lambda f: f.name)
+def test_fixture_folders_load_as_the_runner_reads_results(results):
+    """matrix.json through folder.load_matrix (what `report` and `merge`
+    read), each cell.json through folder.earlier_cells (what --resume
     reads): the same cells, every file they name present."""
-    doc = reader.load_matrix(folder)
+    doc = folder.load_matrix(results)
     assert doc.cells, "a results folder with cells"
-    assert reader.earlier_cells(folder) == {c.where: c for c in doc.cells}
+    assert folder.earlier_cells(results) == {c.where: c for c in doc.cells}
     for c in doc.cells:
         for path in (c.logs.build, c.logs.console, c.logs.ktap):
-            assert (folder / path).is_file(), path
+            assert (results / path).is_file(), path
 
 
 def test_fixtures_hold_no_path_of_the_machine_that_made_them():
@@ -177,7 +178,7 @@ def test_kcidb_checkout_is_valid_when_every_tree_was_patched(bookworm):
     """A cell that took another's build and boot (patched, C sources byte-identical)
     built nothing itself, but its tree was fetched and patched: the checkout is valid."""
     backported = cell(bookworm, "backported")
-    reusing = dataclasses.replace(backported, variant="patched", reused_from="backported",
+    reusing = dataclasses.replace(backported, variant=named("patched"), reused_from=named("backported"),
                                   timings=Timings(fetch=0.1, apply=0.01))
     doc = Matrix(cells=[*bookworm.cells, reusing], tools=bookworm.tools)
     assert kcidb.report(doc, WHERE)["checkouts"][0]["valid"] is True
@@ -216,7 +217,7 @@ def test_kcidb_what_a_broken_run_did_observe_is_error_not_pass(trixie):
 
 
 def test_kcidb_log_checks_carry_the_kernel_log_block():
-    doc = render.load(TRIXIE)
+    doc = folder.load_matrix(TRIXIE)
     bad_taint = next(t for t in kcidb.report(doc, WHERE)["tests"]
                      if t["id"] == "taintport:trixie-6.12:backported:unsigned.log_no_bad_taint")
     assert "module has bad taint" in bad_taint["log_excerpt"]
@@ -228,7 +229,7 @@ def test_kcidb_build_that_failed_and_fetch_that_failed(bookworm):
         errors=["build: make failed (exit 2)\nerror: foo.c:1"], checks=[],
         kernel_release=None, accelerator=None, qemu_exit_code=None,
         timings=Timings(fetch=1.0, apply=0.1, build=20.0))
-    unfetched = dataclasses.replace(failed, variant="reverted", inputs=None,
+    unfetched = dataclasses.replace(failed, variant=named("reverted"), inputs=None,
                                     timings=Timings(), errors=["fetch: 404"])
     doc = kcidb.report(Matrix(cells=[failed, unfetched], tools={"gcc": "gcc 12"}), WHERE)
     build, never = doc["builds"]
@@ -372,16 +373,16 @@ def hostile_copy(tmp_path):
     """The trixie fixture with guest text carrying markup where the page shows
     guest text: a kernel log line the agent reported for the unexpected cell,
     and the last console line of the error cell."""
-    folder = tmp_path / "trixie-hostile"
-    shutil.copytree(TRIXIE, folder)
-    doc = json.loads((folder / "matrix.json").read_text())
+    hostile = tmp_path / "trixie-hostile"
+    shutil.copytree(TRIXIE, hostile)
+    doc = json.loads((hostile / "matrix.json").read_text())
     backported = next(c for c in doc["cells"] if c["variant"] == "backported")
     loads = next(c for c in backported["checks"] if c["name"] == "unsigned.loads")
     loads["diagnostics"].append(f"unsigned: dmesg: {HOSTILE}")
-    (folder / "matrix.json").write_text(json.dumps(doc))
-    with open(folder / "trixie-6.12" / "reverted" / "console.log", "a") as console:
+    (hostile / "matrix.json").write_text(json.dumps(doc))
+    with open(hostile / "trixie-6.12" / "reverted" / "console.log", "a") as console:
         console.write(f"[    9.000000] {HOSTILE}\n")
-    return folder
+    return hostile
 
 
 @pytest.fixture
@@ -391,14 +392,14 @@ def merged(tmp_path):
     dirs = [BOOKWORM, hostile_copy(tmp_path)]
     out = tmp_path / "merged"
     doc = compare.merge(dirs)
-    compare.copy_logs(dirs, out)
-    report.write_document(out, doc)
+    folder.copy_logs(dirs, out)
+    folder.write_document(out, doc)
     unexpected = next(c for c in doc.cells if c.where == ("trixie-6.12", "backported"))
     first = next(iter(unexpected.inputs.series))
     patches = {"trixie-6.12": {first: "--- a/kernel/tracepoint.c\n+++ b/kernel/tracepoint.c\n"
                                "@@ -1 +1 @@\n-\treturn mod->taints & ~(1 << TAINT_OOT_MODULE);\n"
                                f"+\treturn 0; /* {MARKUP} */\n"}}
-    render.render_all(out, doc, patches)
+    render.publish(out, doc, patches)
     return out
 
 
@@ -447,14 +448,14 @@ def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
     assert render.read_patches(bookworm, tmp_path / "quilt") == {"bookworm-6.1": {name: text}}
     (tmp_path / "quilt" / "bookworm-6.1" / name).write_text("changed since the run\n")
     assert render.read_patches(bookworm, tmp_path / "quilt") == {}
-    page = htmlpage.render(bookworm, BOOKWORM, {})
+    page = htmlpage.render(bookworm, BOOKWORM, folder.read_log, {})
     assert "is not available with the sha256 the run used" in page
 
 
 def test_render_all_writes_next_to_matrix_json(tmp_path):
     out = tmp_path / "run"
     shutil.copytree(TRIXIE, out)
-    written = render.render_all(out, render.load(out))
+    written = render.publish(out, folder.load_matrix(out))
     assert sorted(p.name for p in written) == ["index.html", "junit.xml", "summary.md"]
     assert all(p.parent == out and p.stat().st_size > 0 for p in written)
     assert not list(out.glob(".*")), "no temporary files left behind"
@@ -462,10 +463,10 @@ def test_render_all_writes_next_to_matrix_json(tmp_path):
 
 def test_load_rejects_what_is_not_a_matrix(tmp_path):
     with pytest.raises(InputError, match="matrix.json: cannot read"):
-        render.load(tmp_path)
+        folder.load_matrix(tmp_path)
     (tmp_path / "matrix.json").write_text('{"schema": "x"}')
     with pytest.raises(InputError, match=r"matrix.json: cells: missing"):
-        render.load(tmp_path)
+        folder.load_matrix(tmp_path)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(),
@@ -500,7 +501,7 @@ def test_html_in_headless_chromium(merged, tmp_path):
 def with_statuses(doc, statuses):
     doc = copy.deepcopy(doc)
     for c in doc.cells:
-        c.status = Status(statuses[c.variant])
+        c.status = Status(statuses[c.variant.name])
     return doc
 
 
@@ -560,7 +561,7 @@ def test_merge_of_merged_keeps_the_sources(tmp_path, merged):
 
 
 def test_merged_folder_holds_every_log_its_cells_name(merged):
-    doc = render.load(merged)
+    doc = folder.load_matrix(merged)
     for c in doc.cells:
         for path in (c.logs.build, c.logs.console):
             assert (merged / path).is_file(), path
@@ -576,7 +577,8 @@ def test_a_reused_cell_says_so(bookworm):
     assert build["misc"]["reused"] is True
     assert f"backported {summary.seconds(backported.timings.build)} (reused)" in \
         summary.render(doc)
-    assert "inputs unchanged since a stored run" in htmlpage.render(doc, BOOKWORM)
+    page = htmlpage.render(doc, BOOKWORM, folder.read_log)
+    assert "inputs unchanged since a stored run" in page
 
 
 def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
@@ -602,7 +604,7 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     assert "## Unexpected and error cells\n\nnone\n" in text
     assert "known bug as shipped: livepatch fix missing" in text
     assert doc.exit_code == 0
-    page = htmlpage.render(doc, BOOKWORM)
+    page = htmlpage.render(doc, BOOKWORM, folder.read_log)
     assert 'class="known"' in page and "livepatch module tainted K" in page
     assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
     xml = ET.fromstring(junit.render(doc))

@@ -4,20 +4,27 @@ Each test copies a fixture results folder (data/results/), edits it the way
 an attacker's CI job or a crash would, and runs the real command on it.
 docs/faults.md ("Results folders") maps each case here.
 """
+import errno
+import fcntl
 import io
 import json
+import os
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from taintport.cache import Cache
+from taintport.errors import InputError
 from taintport.judge import verdict
-from taintport.results import reader, render, report
-from taintport.run import matrix, store
-from taintport.tree import series, versions
+from taintport.results import folder, report, schema
+from taintport.run import matrix, sources
+from taintport.tree import series, variants, versions
 
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).parent / "data" / "results"
 BOOKWORM = RESULTS / "bookworm-6.1"
 TRIXIE = RESULTS / "trixie-6.12"
@@ -128,10 +135,15 @@ def damaged(tmp_path, how, name="run"):
 @pytest.mark.parametrize("how", MALFORMED)
 def test_damaged_matrix_is_an_error_naming_file_and_field(tmp_path, how, taintport):
     field = MALFORMED[how][1]
-    run = damaged(tmp_path, how)
+    refused_by_every_reader(tmp_path, damaged(tmp_path, how), taintport, field)
+
+
+def refused_by_every_reader(tmp_path, run, taintport, field, what=""):
+    """report, report compare and report merge each refuse run's matrix.json,
+    naming the file and the field, and write nothing."""
     before = listing(run)
-    refused(taintport("report", run), f"{run}/matrix.json", field)
-    refused(taintport("report", "compare", BOOKWORM, run), "matrix.json", field)
+    refused(taintport("report", run), f"{run}/matrix.json: {field}", what)
+    refused(taintport("report", "compare", BOOKWORM, run), f"{run}/matrix.json: {field}")
     out = tmp_path / "merged"
     refused(taintport("report", "merge", TRIXIE, run, "--out", out), field)
     assert listing(run) == before and not out.exists()
@@ -183,7 +195,7 @@ def test_control_characters_never_leave_the_tool(tmp_path, taintport):
         assert not any(c in text for c in "\x1b\x07\x00\x0b\u202e"), name
     assert "\\x1b[31mred" in (run / "summary.md").read_text()
     table = io.StringIO()
-    report.table(render.load(run).cells, table)
+    report.table(folder.load_matrix(run).cells, table)
     assert "\x1b" not in table.getvalue() and "\\x1b]0;pwned" in table.getvalue()
 
 
@@ -198,17 +210,18 @@ def test_every_cell_the_runner_writes_is_read_back(tmp_path):
     and gives back the cell that was written."""
     runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
     pinned = versions.select(["bookworm-6.1"])[0]
-    for variant in series.VARIANTS:
+    for variant in variants.table().booted():
         cell = runner.chain.new_cell(pinned, variant,
-                                     store.inputs(pinned, series.load(pinned.name), variant),
+                                     sources.of(variant).inputs(pinned, series.load(pinned.name),
+                                                                variant),
                                      key="0" * 64)
-        cell.reused_from, cell.resumed = series.VARIANTS[0], True
+        cell.reused_from, cell.resumed = variants.table().booted()[0], True
         cell.inputs.sources_sha256 = "1" * 64
         cell.timings.record("boot", 4.2)
         cell.checks = [verdict.Check("signed_loads", True, None, ("# seen",)),
                        verdict.Check("forced_loads", False, False)]
-        written = json.loads(json.dumps(cell.as_json()))
-        assert reader.Reader(tmp_path / "cell.json").cell(written, "cell") == cell
+        written = json.loads(json.dumps(schema.write_cell(cell)))
+        assert schema.read_cell(schema.Reader(tmp_path / "cell.json"), written, "cell") == cell
 
 
 def test_a_check_whose_matches_disagrees_is_refused(tmp_path, taintport):
@@ -246,3 +259,298 @@ def test_a_fault_run_says_so_in_the_reports(tmp_path, taintport):
     assert "taintport.fault=truncate: the agent broke on purpose" in page
     assert "(fault run: taintport.fault=truncate, a harness test)" in \
         (run / "summary.md").read_text()
+
+
+# 4. strict JSON: what json.loads takes and a results file must not hold
+
+def exit_code_of(doc):
+    statuses = {c["status"] for c in doc["cells"]}
+    return 2 if "error" in statuses or not doc["cells"] else 1 if "unexpected" in statuses \
+        else 0
+
+
+def deep(levels):
+    return "[" * levels + "]" * levels
+
+
+STRICT = {
+    # name: (the field it is written in, the text written there, what the error says)
+    "NaN": ("timings.boot", "NaN", "NaN is not a number JSON allows"),
+    "Infinity": ("timings.boot", "Infinity", "Infinity is not a number JSON allows"),
+    "-Infinity": ("timings.boot", "-Infinity", "-Infinity is not a number JSON allows"),
+    "1e999": ("timings.boot", "1e999", "1e999 is too large for a number"),
+    "5000 digits": ("qemu_exit_code", "9" * 5000, "an integer of 5000 digits"),
+    "200000 levels": ("qemu_exit_code", deep(200000), "nested deeper than 32 levels"),
+}
+
+
+@pytest.mark.parametrize("how", STRICT)
+def test_what_strict_json_refuses_is_an_error_naming_file_and_field(tmp_path, how, taintport):
+    key, value, what = STRICT[how]
+    field = f"cells[0].{key}"
+
+    def mark(doc):
+        cell = doc["cells"][0]
+        if key == "timings.boot":
+            cell["timings"]["boot"] = "@"
+        else:
+            cell[key] = "@"
+    run = edited(tmp_path, mark)
+    text = (run / "matrix.json").read_text().replace('"@"', value, 1)
+    (run / "matrix.json").write_text(text)
+    refused_by_every_reader(tmp_path, run, taintport, field, what)
+
+
+def test_resume_of_a_cell_holding_nan_names_the_field(tmp_path, taintport):
+    run = tmp_path / "run"
+    shutil.copytree(BOOKWORM, run)
+    path = run / "bookworm-6.1" / "upstream" / "cell.json"
+    path.write_text(path.read_text().replace('"boot": ', '"boot": NaN, "x": ', 1))
+    proc = taintport("matrix", "--versions", "bookworm-6.1", "--resume", run)
+    refused(proc, f"{path}: timings.boot: NaN")
+
+
+def test_a_string_past_the_limit_is_refused_and_never_written(tmp_path, taintport):
+    huge = "x" * (schema.MAX_STRING + 1)
+    run = edited(tmp_path, lambda doc: doc["cells"][0].update(errors=[huge], status="error",
+                                                             ) or doc.update(exit_code=2))
+    before = listing(run)
+    refused(taintport("report", run), "matrix.json: cells[0].errors[0]: a string of "
+            f"{len(huge)} characters, more than the {schema.MAX_STRING}")
+    assert listing(run) == before
+    # the writer cuts what the reader would refuse: a 30 MB error reads back
+    cell = folder.load_matrix(BOOKWORM).cells[0]
+    cell.errors = ["e" * 30_000_000]
+    folder.write_cell(tmp_path / "out", cell)
+    back = folder.read_cell(tmp_path / "out" / cell.version / cell.variant.name / "cell.json")
+    assert len(back.errors[0]) <= schema.MAX_STRING and back.errors[0].endswith("cut]")
+
+
+def test_a_file_past_its_limit_is_refused(tmp_path, monkeypatch):
+    run = edited(tmp_path, lambda doc: None)
+    size = (run / "matrix.json").stat().st_size
+    monkeypatch.setattr(folder, "MAX_JSON", size - 1)
+    with pytest.raises(InputError, match=rf"matrix.json: larger than the {size - 1} bytes"):
+        folder.load_matrix(run)
+    monkeypatch.setattr(folder, "MAX_JSON", size)
+    assert folder.load_matrix(run).cells
+
+
+# 5. only regular files are read
+
+def within(seconds, *args, tmp_path):
+    """tools/taintport that must end by itself: a reader that opened a FIFO would
+    wait for a writer for ever."""
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+    return subprocess.run([sys.executable, str(REPO / "tools" / "taintport"), *map(str, args)],
+                          capture_output=True, text=True, timeout=seconds, env=env)
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    run = edited(tmp_path, lambda doc: None)
+    ktap = run / "bookworm-6.1" / "reverted" / "ktap.txt"
+    ktap.unlink()
+    os.mkfifo(ktap)
+    before = listing(run)
+    refused(within(60, "report", run, tmp_path=tmp_path), f"{ktap}: a FIFO, not a regular file")
+    assert listing(run) == before, "no report written"
+    out = tmp_path / "merged"
+    refused(within(60, "report", "merge", run, "--out", out, tmp_path=tmp_path),
+            f"{ktap}: not a regular file, a folder or a link")
+    assert not out.exists() or [p.name for p in out.iterdir()] == [folder.LOCK]
+    matrix_json = run / "matrix.json"
+    matrix_json.unlink()
+    os.mkfifo(matrix_json)
+    refused(within(60, "report", run, tmp_path=tmp_path), f"{matrix_json}: a FIFO")
+
+
+# 6. junit.xml and index.html stay within a few times the inputs' size
+
+def test_reports_stay_within_a_few_times_the_input(tmp_path, taintport):
+    """Cells whose errors are one line of the longest string a results file
+    holds: every check of a cell points to them (MISS where the agent reported
+    nothing, ERROR where the run broke after it did), none copies them."""
+    lines = {"reverted": "r" * (schema.MAX_STRING - 10),
+             "backported": "b" * (schema.MAX_STRING - 10)}
+
+    def edit(doc):
+        for cell in doc["cells"]:
+            if cell["variant"] in lines:
+                assert len(cell["checks"]) > 70
+                cell["status"] = "error"
+                cell["errors"] = [lines[cell["variant"]], "second"]
+    run = edited(tmp_path, edit, source=TRIXIE)
+    assert taintport("report", run).returncode == 0
+    size = (run / "matrix.json").stat().st_size
+    for name in ("junit.xml", "index.html"):
+        assert (run / name).stat().st_size < 3 * size, name
+    junit = ET.parse(run / "junit.xml").getroot()
+    for variant, line in lines.items():
+        suite = next(s for s in junit if s.get("name") == f"trixie-6.12.{variant}")
+        texts = [e.text or "" for e in suite.iter("error")]
+        assert sum(line in t for t in texts) == 1, "one copy of the errors: the verdict's"
+        checks = [case for case in suite.iter("testcase") if case.get("name") != "verdict"]
+        assert {e.get("type") for case in checks for e in case.iter("error")} == \
+            {"MISS" if variant == "reverted" else "ERROR"}
+        assert all(len(e.get("message")) < 300 for e in suite.iter("error"))
+
+
+# 7. merge's --out: new or empty, none of the inputs, one writer
+
+def test_merge_refuses_an_out_that_holds_another_run(tmp_path, taintport):
+    out = tmp_path / "other"
+    shutil.copytree(TRIXIE, out)
+    before = listing(out)
+    refused(taintport("report", "merge", BOOKWORM, "--out", out), "already holds results")
+    assert listing(out) == before
+
+
+@pytest.mark.parametrize("where", ["an input", "inside an input"])
+def test_merge_refuses_an_out_that_is_an_input(tmp_path, where, taintport):
+    job = edited(tmp_path, lambda doc: None, name="job")
+    out = job if where == "an input" else job / "bookworm-6.1" / "merged"
+    before = listing(job)
+    refused(taintport("report", "merge", job, TRIXIE, "--out", out), f"--out {out}",
+            "is merged from it")
+    assert listing(job) == before
+
+
+def test_merge_waits_for_no_one_and_refuses_a_held_out(tmp_path, taintport):
+    out = tmp_path / "merged"
+    out.mkdir()
+    with open(out / folder.LOCK, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write("pid 4242\n")
+        lock.flush()
+        refused(taintport("report", "merge", BOOKWORM, "--out", out),
+                "pid 4242 is writing this results folder")
+    assert [p.name for p in out.iterdir()] == [folder.LOCK]
+
+
+def test_two_merges_into_one_out_lose_no_cell(tmp_path):
+    """Started together: one merge writes the folder, whole; the other is
+    refused (the lock, or the results it finds there), never half-merged."""
+    out = tmp_path / "merged"
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+    command = [sys.executable, str(REPO / "tools" / "taintport"), "report", "merge",
+               str(BOOKWORM), "--out", str(out)]
+    for attempt in range(4):
+        shutil.rmtree(out, ignore_errors=True)
+        procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env) for _ in range(2)]
+        ended = [(p.wait(120), p.stderr.read()) for p in procs]
+        assert sorted(code for code, _ in ended) == [0, 2], ended
+        loser = next(err for code, err in ended if code == 2)
+        assert "Traceback" not in loser and ("is writing this results folder" in loser
+                                             or "already holds results" in loser)
+        merged = folder.load_matrix(out)
+        assert [c.where for c in merged.cells] == \
+            [c.where for c in folder.load_matrix(BOOKWORM).cells]
+
+
+# 8. a write the disk refuses: a clear error, and nothing lost
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 8 MiB tmpfs (make check runs as root), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], check=True)
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+def fill(disk):
+    """Every byte of the file system taken."""
+    with open(disk / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 4096)
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+
+
+def contents(folder_):
+    return {str(p.relative_to(folder_)): p.read_bytes() for p in Path(folder_).rglob("*")
+            if p.is_file()}
+
+
+def test_report_on_a_full_disk_is_a_clear_error_and_loses_nothing(small_disk, taintport):
+    run = small_disk / "run"
+    shutil.copytree(BOOKWORM, run)
+    assert taintport("report", run).returncode == 0
+    (run / "junit.xml").write_text("the reports of before\n")
+    before = contents(run)
+    fill(small_disk)
+    proc = taintport("report", run)
+    refused(proc, "cannot write: No space left on device", "is as it was")
+    assert contents(run) == before, "every file as it was, no temporary file left"
+
+
+def test_merge_onto_a_full_disk_leaves_its_out_empty(small_disk, taintport):
+    out = small_disk / "merged"
+    fill(small_disk)
+    proc = taintport("report", "merge", BOOKWORM, "--out", out)
+    refused(proc, "No space left on device")
+    assert not out.exists() or [p.name for p in out.iterdir()] == [folder.LOCK]
+
+
+def test_a_read_only_folder_is_a_clear_error(small_disk, taintport):
+    run = small_disk / "run"
+    shutil.copytree(BOOKWORM, run)
+    before = contents(run)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    refused(taintport("report", run), f"{run}/", "Read-only file system")
+    refused(taintport("report", "merge", BOOKWORM, "--out", small_disk / "merged"),
+            "cannot hold the results folder: Read-only file system")
+    assert contents(run) == before
+
+
+# 9. report compare fails on a cell that got worse
+
+def compared(tmp_path, taintport, old_edit, new_edit, source=BOOKWORM):
+    def with_exit(edit):
+        def apply(doc):
+            edit(doc)
+            doc["exit_code"] = exit_code_of(doc)
+        return apply
+    old = edited(tmp_path, with_exit(old_edit), source=source, name="old")
+    new = edited(tmp_path, with_exit(new_edit), source=source, name="new")
+    return taintport("report", "compare", old, new)
+
+
+def status_of(variant, status):
+    def edit(doc):
+        cell = next(c for c in doc["cells"] if c["variant"] == variant)
+        cell["status"] = status
+        cell["errors"] = ["broke"] if status == "error" else []
+    return edit
+
+
+def without(variant):
+    def edit(doc):
+        doc["cells"] = [c for c in doc["cells"] if c["variant"] != variant]
+    return edit
+
+
+def unchanged(doc):
+    pass
+
+
+@pytest.mark.parametrize("old, new, code", [
+    (unchanged, unchanged, 0),
+    (unchanged, without("reverted"), 1),                          # went missing
+    (without("reverted"), unchanged, 0),                          # a new sound cell
+    (status_of("reverted", "unexpected"), status_of("reverted", "error"), 1),
+    (status_of("reverted", "error"), status_of("reverted", "unexpected"), 1),
+    (without("reverted"), status_of("reverted", "unexpected"), 1),  # new, and unexpected
+    (status_of("reverted", "error"), unchanged, 0),               # a fix
+    (unchanged, status_of("upstream", "as-expected"), 0),          # known-bug -> as-expected
+], ids=["same", "missing", "added", "unexpected-error", "error-unexpected", "added-unexpected",
+        "fixed", "known-bug-fixed"])
+def test_compare_fails_when_a_cell_got_worse(tmp_path, taintport, old, new, code):
+    proc = compared(tmp_path, taintport, old, new)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -18,16 +18,22 @@ from taintport import cli
 from taintport.cache import Cache
 from taintport.kernel import kconfig
 from taintport.process import STOPPING
-from taintport.results import reader
+from taintport.results import folder
 from taintport.run import matrix, store
-from taintport.tree import fetch, series, versions
+from taintport.run.sources import of
+from taintport.tree import fetch, series, variants, versions
+from taintport.tree.variants import named
 
 from test_fetch import make_deb, publish, sha, version
 from test_results_input import listing
 
 BOOKWORM = Path(__file__).parent / "data" / "results" / "bookworm-6.1"
 VERSION = "bookworm-6.1"
-VARIANTS = list(series.MATRIX)  # the fixture's cells: a default run
+VARIANTS = list(variants.table().booted())  # the fixture's cells: a default run
+
+
+def inputs(version, quilt_series, variant):
+    return of(variant).inputs(version, quilt_series, variant)
 
 
 
@@ -40,9 +46,9 @@ def keyed(tmp_path):
     pinned = versions.select([VERSION])[0]
     quilt_series = series.load(VERSION)
     for variant in VARIANTS:
-        path = out / VERSION / variant / "cell.json"
+        path = out / VERSION / variant.name / "cell.json"
         cell = json.loads(path.read_text())
-        cell["key"] = store.cell_key(variant, store.inputs(pinned, quilt_series, variant),
+        cell["key"] = store.cell_key(variant, inputs(pinned, quilt_series, variant),
                                      runner.tools, runner.timeout)
         path.write_text(json.dumps(cell))
     return out, runner, pinned
@@ -62,16 +68,16 @@ def test_an_out_folder_holding_results_is_refused(tmp_path, taintport):
 
 def test_a_results_folder_being_written_is_refused_to_a_second_run(tmp_path, taintport):
     out = tmp_path / "run"
-    with reader.writing(out):
+    with folder.writing(out):
         proc = taintport("matrix", "--versions", VERSION, "--out", out)
     assert proc.returncode == 2
     assert f"pid {os.getpid()} is writing this results folder" in proc.stderr
-    assert [p.name for p in out.iterdir()] == [reader.LOCK]
+    assert [p.name for p in out.iterdir()] == [folder.LOCK]
 
 
 def test_default_results_folders_started_in_one_second_differ(tmp_path):
     stem = time.strftime("%Y%m%dT%H%M%S")
-    first, second = (reader.unique_folder(tmp_path, stem) for _ in range(2))
+    first, second = (folder.unique_folder(tmp_path, stem) for _ in range(2))
     assert first != second and first.is_dir() and second.is_dir()
 
 
@@ -87,7 +93,7 @@ def test_resume_of_one_version_keeps_the_other_versions_cells(tmp_path):
     assert runner.run([pinned], VARIANTS) == 0
     cells = json.loads((out / "matrix.json").read_text())["cells"]
     assert [(c["version"], c["variant"]) for c in cells] == \
-        [(VERSION, v) for v in VARIANTS] + [("bullseye-5.10", "upstream")]
+        [(VERSION, v.name) for v in VARIANTS] + [("bullseye-5.10", "upstream")]
     assert all(c.get("resumed") for c in cells[:len(VARIANTS)])
 
 
@@ -107,8 +113,8 @@ def test_resume_runs_again_the_cells_whose_inputs_changed(tmp_path, monkeypatch)
     monkeypatch.setattr(kconfig, "fragments", lambda name: fragments(name, edited))
     _, done, todo = runner.plan(pinned, VARIANTS)
     # Debian's binary is not built from our fragments: its cell stays
-    assert [d.variant for d in done] == [series.BINARY]
-    assert [t.variant for t in todo] == list(series.VARIANTS)
+    assert [d.variant for d in done] == [named("shipped")]
+    assert [t.variant for t in todo] == list(variants.table().from_tree())
 
 
 def test_the_report_says_which_cells_were_resumed(tmp_path, taintport):
@@ -147,7 +153,7 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
     monkeypatch.setattr(fetch, "extract", stopped_mid_fetch)
     out = tmp_path / "run"
     runner = matrix.Runner(Cache(tmp_path / "cache"), out, quilt_dir=quilt)
-    built = list(series.VARIANTS)  # a version of our own has no binary to boot
+    built = list(variants.table().from_tree())  # a version of our own has no binary to boot
     with pytest.raises(KeyboardInterrupt):
         runner.run([small], built)
     assert STOPPING.is_set()
@@ -165,9 +171,8 @@ def test_variants_with_the_same_inputs_never_share_a_stored_cell():
     builds what reverted builds; its unexpected backported cell must not be
     stored where a later run looks up reverted."""
     pinned = versions.select([VERSION])[0]
-    same = store.inputs(pinned, series.load(VERSION), "reverted")
-    assert store.cell_key("reverted", same, {}, 180) != \
-        store.cell_key("backported", same, {}, 180)
-    assert store.cell_key("reverted", same, {}, 180) == \
-        store.cell_key("reverted", store.inputs(pinned, series.load(VERSION), "reverted"),
-                       {}, 180)
+    reverted, backported = named("reverted"), named("backported")
+    same = inputs(pinned, series.load(VERSION), reverted)
+    assert store.cell_key(reverted, same, {}, 180) != store.cell_key(backported, same, {}, 180)
+    assert store.cell_key(reverted, same, {}, 180) == \
+        store.cell_key(reverted, inputs(pinned, series.load(VERSION), reverted), {}, 180)

@@ -5,7 +5,10 @@ import pytest
 
 from taintport.errors import InputError
 from taintport.judge import verdict
-from taintport.tree import series
+from taintport.tree import series, variants
+from taintport.tree.variants import named
+
+FULL = variants.table().full_state()
 
 ORIGINAL = "int a;\nint b;\nint c;\nint d;\nint e;\n"
 
@@ -33,23 +36,23 @@ def setup(tmp_path):
 
 def test_variants_are_prefixes(setup):
     tree, s, log = setup
-    assert s.for_variant("upstream") == ()
-    assert s.for_variant("reverted") == ("reverted/0001.patch",)
-    assert len(s.for_variant("backported")) == 2
+    assert s.for_variant(named("upstream")) == ()
+    assert s.for_variant(named("reverted")) == ("reverted/0001.patch",)
+    assert len(s.for_variant(named("backported"))) == 2
 
 
 def test_switch_round_trip_and_identity(setup):
     tree, s, log = setup
-    series.switch(tree, s, "reverted", log)
+    series.switch(tree, s, named("reverted"), log)
     assert "c_reverted" in (tree / "f.c").read_text()
-    assert series.differs_from_upstream(tree, ["f.c"]) == ["f.c"]
+    assert series.upstream_copy(tree, "f.c") != (tree / "f.c").read_bytes()
     before = os.stat(tree / "f.c").st_mtime
-    touched = series.switch(tree, s, "backported", log)
+    touched = series.switch(tree, s, named("backported"), log)
     assert touched == {"f.c"}
     assert (tree / "f.c").read_text() == ORIGINAL
-    assert series.differs_from_upstream(tree, ["f.c"]) == []
+    assert series.upstream_copy(tree, "f.c") == (tree / "f.c").read_bytes()
     assert os.stat(tree / "f.c").st_mtime >= before
-    series.switch(tree, s, "upstream", log)
+    series.switch(tree, s, named("upstream"), log)
     assert (tree / "f.c").read_text() == ORIGINAL
     assert series.current_variant(tree) == "upstream"
 
@@ -59,18 +62,19 @@ def test_patch_needing_fuzz_is_refused_with_hunk_and_tree_untouched(setup):
     (tree / "f.c").write_text(ORIGINAL.replace("int b;", "int B;"))
     before = (tree / "f.c").read_bytes()
     with pytest.raises(InputError) as err:
-        series.switch(tree, s, "reverted", log)
+        series.switch(tree, s, named("reverted"), log)
     assert "without fuzz" in str(err.value)
     assert "f.c, hunk #1" in str(err.value)
     assert "-int c;" in str(err.value)
     assert (tree / "f.c").read_bytes() == before
-    assert series.current_variant(tree) == "upstream"
+    assert series.current_variant(tree) == "", "nothing pushed"
 
 
-def test_unknown_variant_lists_valid(setup):
-    tree, s, log = setup
-    with pytest.raises(InputError, match="valid: upstream, reverted, backported"):
-        s.for_variant("fixed")
+def test_unknown_variant_lists_valid():
+    with pytest.raises(InputError, match="valid: upstream, shipped, reverted, backported"):
+        named("fixed")
+    with pytest.raises(InputError, match="unknown variant"):
+        named(FULL.name)  # never built: no cell, no --variant
 
 
 def test_series_line_outside_groups_is_named(tmp_path):
@@ -92,7 +96,7 @@ def test_missing_patch_file_is_named(tmp_path):
 
 def test_repository_series_load():
     s = series.load("bookworm-6.1")
-    assert s.for_variant("reverted")
+    assert s.for_variant(named("reverted"))
 
 
 def test_full_group_is_a_state_no_variant_builds_and_a_switch_leaves_its_files_alone(tmp_path):
@@ -107,27 +111,27 @@ def test_full_group_is_a_state_no_variant_builds_and_a_switch_leaves_its_files_a
     reverted = ORIGINAL.replace("int c;", "int c_reverted;")
     patch(qdir / "reverted" / "0001.patch", ORIGINAL, reverted)
     patch(qdir / "backported" / "0001.patch", reverted, ORIGINAL)
-    patch(qdir / series.FULL / "0001.patch", ORIGINAL, ORIGINAL.replace("int a;\n", ""),
+    group = FULL.groups[0]
+    patch(qdir / group / "0001.patch", ORIGINAL, ORIGINAL.replace("int a;\n", ""),
           name="h.h")
     (qdir / "series").write_text("reverted/0001.patch\nbackported/0001.patch\n"
-                                 f"{series.FULL}/0001.patch\n")
+                                 f"{group}/0001.patch\n")
     s = series.load("v", tmp_path / "quilt")
     log = tmp_path / "log"
-    assert s.for_variant(series.FULL) == (f"{series.FULL}/0001.patch",)
-    assert not any(p.startswith(series.FULL) for v in series.VARIANTS for p in s.for_variant(v))
-    assert series.FULL not in series.VARIANTS
-    with pytest.raises(InputError):
-        series.check_variant(series.FULL)  # what the matrix and the CLI accept
+    assert s.for_variant(FULL) == (f"{group}/0001.patch",)
+    booted = variants.table().booted()
+    assert not any(p.startswith(group) for v in booted for p in s.for_variant(v))
+    assert FULL not in booted
     old = 1_000_000_000
     os.utime(tree / "h.h", (old, old))
-    assert series.switch(tree, s, "reverted", log) == {"f.c"}
-    series.switch(tree, s, "backported", log)
+    assert series.switch(tree, s, named("reverted"), log) == {"f.c"}
+    series.switch(tree, s, named("backported"), log)
     assert os.stat(tree / "h.h").st_mtime == old
-    assert "h.h" not in series.sources(tree, s, "backported")
-    series.switch(tree, s, series.FULL, log)
+    assert "h.h" not in series.sources(tree, s, named("backported"))
+    series.switch(tree, s, FULL, log)
     assert "int a;" not in (tree / "h.h").read_text()
     # back from the full state, its file changed back: that one is touched
-    assert "h.h" in series.switch(tree, s, "upstream", log)
+    assert "h.h" in series.switch(tree, s, named("upstream"), log)
     assert (tree / "h.h").read_text() == ORIGINAL
 
 
@@ -139,14 +143,14 @@ def chain_and_cells(tmp_path, ships):
     from taintport.results.cells import Cell
     from taintport.run.progress import Progress
     from taintport.run.stages import Chain
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     version = SimpleNamespace(name="v", ships=tuple(fixes.NAMES if ships else ()))
-    upstream = Cell.new("v", "upstream", {})
+    upstream = Cell.new("v", named("upstream"), {})
     upstream.status = verdict.Status.AS_EXPECTED
     upstream.checks = [verdict.Check(name="signed.loads", expected=True, observed=True)]
     upstream.kernel_release = "6.12.0"
-    return chain, version, upstream, Cell.new("v", "backported", {})
+    return chain, version, upstream, Cell.new("v", named("backported"), {})
 
 
 def test_backported_byte_identical_to_upstream_takes_its_cell(setup, tmp_path):
@@ -155,7 +159,7 @@ def test_backported_byte_identical_to_upstream_takes_its_cell(setup, tmp_path):
     tree, s, log = setup
     chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
     assert chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
-    assert backported.reused_from == "upstream"
+    assert backported.reused_from == named("upstream")
     assert backported.status is upstream.status
     assert backported.kernel_release == "6.12.0"
     assert [c.name for c in backported.checks] == [
@@ -186,20 +190,20 @@ def test_a_switch_keeps_the_applied_prefix_and_pops_a_changed_patch(setup):
     """reverted -> backported pushes only the layer; a reverted patch that
     changed since it was pushed is popped and pushed again as it is now."""
     tree, s, log = setup
-    series.switch(tree, s, "reverted", log)
+    series.switch(tree, s, named("reverted"), log)
     log.write_text("")
-    series.switch(tree, s, "backported", log)
+    series.switch(tree, s, named("backported"), log)
     pushes = [line for line in log.read_text().splitlines() if line.startswith("$ quilt")]
     assert pushes == ["$ quilt push --fuzz=0"], "reverted/0001 stays applied"
     assert (tree / "f.c").read_text() == ORIGINAL
-    series.switch(tree, s, "reverted", log)
+    series.switch(tree, s, named("reverted"), log)
     assert "c_reverted" in (tree / "f.c").read_text()
     again = ORIGINAL.replace("int c;", "int c_reverted_again;")
     patch(s.directory / "reverted" / "0001.patch", ORIGINAL, again)
     patch(s.directory / "backported" / "0001.patch", again, ORIGINAL)
-    series.switch(tree, s, "backported", log)
+    series.switch(tree, s, named("backported"), log)
     assert (tree / "f.c").read_text() == ORIGINAL
-    series.switch(tree, s, "reverted", log)
+    series.switch(tree, s, named("reverted"), log)
     assert "c_reverted_again" in (tree / "f.c").read_text()
-    series.switch(tree, s, "upstream", log)
+    series.switch(tree, s, named("upstream"), log)
     assert (tree / "f.c").read_text() == ORIGINAL

@@ -14,11 +14,20 @@ from taintport.judge import verdict
 from taintport.judge.ktap import parse
 from taintport.judge.verdict import Check, Status
 from taintport.kernel import binary
-from taintport.results import reader, report
+from taintport.layer import fixes
+from taintport.results import folder, report, schema
 from taintport.results.cells import Cell, Inputs, Matrix
 from taintport.results.reports import summary
-from taintport.run import store
-from taintport.tree import versions
+from taintport.run import sources, store
+from taintport.tree import series, variants, versions
+from taintport.tree.variants import named
+
+AGREES = named("shipped").check(variants.Kind.AGREES)
+
+
+def binary_inputs(version):
+    shipped = named("shipped")
+    return sources.of(shipped).inputs(version, series.load(version.name), shipped)
 
 REPO = Path(__file__).resolve().parents[2]
 DESCRIPTOR = REPO / "versions" / "bookworm-6.1.toml"
@@ -73,22 +82,22 @@ def test_a_version_without_a_binary_has_no_shipped_cell(tmp_path):
     version = versions.load(path)
     assert version.shipped is None
     with pytest.raises(InputError, match="no \\[shipped\\] table"):
-        store.binary_inputs(version)
+        binary_inputs(version)
 
 
 def test_inputs_name_every_pin_and_move_with_any_of_them():
     version = versions.select(["bookworm-6.1"])[0]
-    mine = store.binary_inputs(version)
+    mine = binary_inputs(version)
     assert (mine.package, mine.deb_sha256) == (version.shipped.packages[0].package,
                                                version.shipped.packages[0].sha256)
     assert len(mine.binaries) == len(version.shipped.packages)
-    key = store.cell_key("shipped", mine, {}, 180)
+    key = store.cell_key(named("shipped"), mine, {}, 180)
     for changed in (replace(version.shipped, memory=2048),
                     replace(version.shipped, packages=version.shipped.packages[:-1])):
-        other = store.binary_inputs(replace(version, shipped=changed))
-        assert store.cell_key("shipped", other, {}, 180) != key
+        other = binary_inputs(replace(version, shipped=changed))
+        assert store.cell_key(named("shipped"), other, {}, 180) != key
     # a built variant's inputs (and so every stored cell's key) are as before
-    assert "binaries" not in Inputs(package="p", package_version="1").as_json()
+    assert "binaries" not in schema.write_inputs(Inputs(package="p", package_version="1"))
 
 
 EXPECTED = {"signed.loads": True, "signed.module_tainted_O": True,
@@ -130,18 +139,19 @@ def test_a_declared_skip_that_was_observed_is_an_error():
     assert "declared unobservable" in j.errors[0] and "signed.module_tainted_O" in j.errors[0]
 
 
-def test_expectations_skips_must_name_tests(tmp_path):
-    text = verdict.EXPECTATIONS.read_text().replace('"livepatch.module_not_tainted_E",',
-                                                    '"livepatch.module_not_tainted_X",')
-    path = tmp_path / "expectations.toml"
+def test_variants_skips_must_name_tests(tmp_path):
+    text = variants.TABLE.read_text().replace('"livepatch.module_not_tainted_E",',
+                                              '"livepatch.module_not_tainted_X",')
+    path = tmp_path / "variants.toml"
     path.write_text(text)
-    with pytest.raises(InputError, match="shipped skips test\\(s\\) that \\[tests\\] does not "
-                                         "have: livepatch.module_not_tainted_X"):
-        verdict.load(path)
+    with pytest.raises(InputError, match=r"\[variants.shipped\] skips test\(s\) that .*"
+                                         r"\[tests\] does not have: "
+                                         r"livepatch.module_not_tainted_X"):
+        verdict.load(fixes.NAMES, table_path=path)
 
 
 def cell(variant, observed, status=Status.KNOWN_BUG):
-    made = Cell.new("bookworm-6.1", variant, {})
+    made = Cell.new("bookworm-6.1", named(variant), {})
     made.status = status
     made.checks = [Check(name=n, expected=EXPECTED[n], observed=o) for n, o in observed.items()]
     return made
@@ -151,7 +161,7 @@ def test_shipped_and_upstream_disagreeing_is_unexpected_and_says_where():
     upstream = cell("upstream", {"signed.loads": True, "livepatch.events_present": False})
     shipped = cell("shipped", {"signed.loads": True, "livepatch.events_present": True})
     judged = verdict.Judgement(Status.KNOWN_BUG, list(shipped.checks))
-    agree = verdict.agreement("shipped", judged.checks, upstream)
+    agree = verdict.agreement(AGREES, judged.checks, upstream)
     after = verdict.with_check(judged, agree)
     assert after.status is Status.UNEXPECTED
     assert agree.name == "shipped_agrees_with_upstream" and agree.observed is False
@@ -165,7 +175,7 @@ def test_shipped_and_upstream_disagreeing_is_unexpected_and_says_where():
 def test_agreement_leaves_out_what_either_could_not_observe():
     upstream = cell("upstream", {"signed.loads": True, "signed.module_tainted_O": True})
     shipped = cell("shipped", {"signed.loads": True, "signed.module_tainted_O": None})
-    agree = verdict.agreement("shipped", shipped.checks, upstream)
+    agree = verdict.agreement(AGREES, shipped.checks, upstream)
     assert agree.observed is True
     assert agree.diagnostics == ("host: the 1 tests both observed came out the same",)
 
@@ -175,15 +185,15 @@ def test_a_shipped_cell_reads_back_and_reports_whose_binary_it_was(tmp_path):
     shipped = cell("shipped", {"signed.loads": True})
     shipped.checks.append(Check(name="signed.module_tainted_O", expected=True, observed=None,
                                 directive="SKIP", declared_skip=True))
-    shipped.inputs = store.binary_inputs(version)
+    shipped.inputs = binary_inputs(version)
     shipped.inputs.bzimage_sha256 = "a" * 64
     shipped.kernel_version = "#1 SMP PREEMPT_DYNAMIC Debian 6.1.176-1 (2026-07-02)"
     shipped.checks.append(Check(name="shipped_agrees_with_upstream", expected=True,
                                 observed=True, diagnostics=("host: the 1 tests both "
                                                             "observed came out the same",)))
-    report.write_cell(tmp_path, shipped)
-    back = reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
-    assert back.as_json() == shipped.as_json()
+    folder.write_cell(tmp_path, shipped)
+    back = folder.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+    assert schema.write_cell(back) == schema.write_cell(shipped)
     text = summary.render(Matrix(cells=[back]))
     assert "## The distribution's binaries against our builds" in text
     image = version.shipped.packages[0]
@@ -195,11 +205,11 @@ def test_a_shipped_cell_reads_back_and_reports_whose_binary_it_was(tmp_path):
 def test_a_results_file_with_a_bad_binary_pin_is_refused(tmp_path):
     version = versions.select(["bookworm-6.1"])[0]
     shipped = cell("shipped", {"signed.loads": True})
-    shipped.inputs = store.binary_inputs(version)
+    shipped.inputs = binary_inputs(version)
     shipped.inputs.binaries = {"../../x=1": "0" * 64}
-    report.write_cell(tmp_path, shipped)
+    folder.write_cell(tmp_path, shipped)
     with pytest.raises(InputError, match="binaries"):
-        reader.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
+        folder.read_cell(tmp_path / "bookworm-6.1" / "shipped" / "cell.json")
 
 
 def headers_tree(top, release, makefile):
@@ -293,11 +303,10 @@ def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
     from taintport.run.stages import Chain
     from taintport.judge.verdict import FixState
 
-    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(), Progress(0),
-                  jobs=1, timeout=10)
-    fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0), jobs=1, timeout=10)
     shipped = cell("shipped", {"signed.loads": True, "livepatch.events_present": False})
-    shipped.fixes = fixes
+    shipped.fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
     other = cell("upstream", {"signed.loads": True, "livepatch.events_present": True})
     same = cell("upstream", {"signed.loads": True, "livepatch.events_present": False})
     chain.agree(shipped, other)

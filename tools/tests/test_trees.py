@@ -17,6 +17,7 @@ from consumer_checks import (checkpatch, dep3_problems, git_am, git_repository, 
 from taintport.cache import Cache
 from taintport.layer import fixes
 from taintport.tree import fetch, series, versions
+from taintport.tree.variants import named
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
@@ -63,7 +64,8 @@ def test_committed_series_is_fresh_identical_and_idempotent(name):
 def test_inspect_lists_each_fix_as_the_descriptor_ships_it(name):
     ships = versions.select([name])[0].ships
     with held_tree(name) as (cache, tree):
-        series.switch(tree, series.load(name), "upstream", cache.root / "logs" / "t.log")
+        series.switch(tree, series.load(name), named("upstream"),
+                      cache.root / "logs" / "t.log")
         proc = taintport("inspect", "--tree", str(tree))
     assert proc.returncode == 0
     for fix in fixes.FIXES:
@@ -81,7 +83,8 @@ def small_reverted_tree(tmp_path_factory):
     base = tmp_path_factory.mktemp("own")
     with held_tree(name) as (cache, tree):
         for variant in ("upstream", "reverted", "patched"):
-            series.switch(tree, series.load(name), variant, cache.root / "logs" / "t.log")
+            series.switch(tree, series.load(name), named(variant),
+                          cache.root / "logs" / "t.log")
             out = base / variant
             (out / "kernel").mkdir(parents=True)
             shutil.copy2(tree / "Makefile", out / "Makefile")
@@ -154,7 +157,7 @@ def test_the_stable_mails_pass_the_trees_checkpatch_git_am_and_send_email(name, 
     tree's own scripts/checkpatch.pl, `git am -3` onto a git repository of the
     tree's files, `git mailinfo` and `git send-email` (dummy SMTP)."""
     with held_tree(name) as (cache, tree):
-        series.switch(tree, series.load(name), "upstream", cache.root / "logs" / "t.log")
+        series.switch(tree, series.load(name), named("upstream"), cache.root / "logs" / "t.log")
         proc = taintport("apply", "--tree", str(tree), "--export", str(tmp_path / "m"),
                          "--mail", "--signoff", SENDER)
         assert proc.returncode == 0, proc.stderr
@@ -184,7 +187,7 @@ def test_exported_into_debian_patches_the_series_pushes_with_fuzz_0(name, tmp_pa
     applied: the layer exported into a debian/patches-shaped folder after them
     lands in bugfix/all/ and `quilt push -a --fuzz=0` applies it there."""
     with held_tree(name) as (cache, tree):
-        series.switch(tree, series.load(name), "upstream", cache.root / "logs" / "t.log")
+        series.switch(tree, series.load(name), named("upstream"), cache.root / "logs" / "t.log")
         package = tmp_path / "linux"
         for rel in PIECE_FILES + ("Makefile",):
             if (tree / rel).exists():

@@ -14,14 +14,25 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Protocol
 
 from taintport import names
 
 
-def default_root():
+class Pinned(Protocol):
+    """A pinned kernel version, as the cache names its folders (versions.Version)."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> str: ...
+    @property
+    def source_dir(self) -> str: ...
+
+
+def default_root() -> Path:
     if os.environ.get("TAINTPORT_CACHE"):
         return Path(os.environ["TAINTPORT_CACHE"])
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -29,37 +40,37 @@ def default_root():
 
 
 class Cache:
-    def __init__(self, root=None):
+    def __init__(self, root: Path | str | None = None) -> None:
         # absolute: builds run make with -C and O= (a CI job names the cache
         # relative to its workspace, TAINTPORT_CACHE=.cache/taintport)
         self.root = (Path(root) if root else default_root()).absolute()
 
-    def apt(self):
+    def apt(self) -> Path:
         return self.root / "apt"
 
-    def debs(self):
+    def debs(self) -> Path:
         return self.root / "debs"
 
-    def tree(self, version):
+    def tree(self, version: Pinned) -> Path:
         """The extracted source of the version's series (its pinned upload,
         tree/fetch.py's UPLOAD file says which), patched in place."""
         return self.root / "trees" / version.name / version.source_dir
 
-    def build(self, version):
+    def build(self, version: Pinned) -> Path:
         """The O= build dir of the series: kept when the pin moves to its next upload."""
         return self.root / "build" / version.name / version.source_dir
 
-    def artifacts(self, version, variant):
+    def artifacts(self, version: Pinned, variant: str) -> Path:
         return self.root / "artifacts" / version.name / version.version / variant
 
     @contextmanager
-    def locked(self, name):
+    def locked(self, name: str) -> "Iterator[Cache]":
         """Hold one version's tree and build dir; a second holder waits and says so."""
         with held(self._lock_path(name), f"{name} in {self.root}"):
             yield self
 
     @contextmanager
-    def try_locked(self, name):
+    def try_locked(self, name: str) -> Iterator[bool]:
         """Like locked(), but yield False at once when someone holds it."""
         with self._lock_path(name).open("a+") as handle:
             try:
@@ -70,7 +81,7 @@ class Cache:
             with holding(handle, f"pid {os.getpid()} (fetching ahead)"):
                 yield True
 
-    def _lock_path(self, name):
+    def _lock_path(self, name: str) -> Path:
         # checked before anything is created: a name is never a path
         names.version_name(name)
         (self.root / "locks").mkdir(parents=True, exist_ok=True)
@@ -78,7 +89,7 @@ class Cache:
 
 
 @contextmanager
-def held(path, what):
+def held(path: Path, what: str) -> Iterator[None]:
     """flock path; a second holder waits and says who holds what."""
     with open(path, "a+") as handle:
         try:
@@ -94,20 +105,22 @@ def held(path, what):
 
 
 @contextmanager
-def holding(handle, holder):
+def holding(handle: IO[str], holder: str) -> Iterator[None]:
     """With the flock taken: name the holder in the file for waiters, then let go."""
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"{holder}\n")
-    handle.flush()
+    fd = handle.fileno()
+    try:
+        # unbuffered: a full disk fails here, not later in close()
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{holder}\n".encode(), 0)
+    except OSError:
+        pass  # the name only tells a waiter who it waits for: the lock holds without it
     try:
         yield
     finally:
-        handle.seek(0)
-        handle.truncate()
+        os.ftruncate(fd, 0)
         fcntl.flock(handle, fcntl.LOCK_UN)
 
-def _umask():
+def _umask() -> int:
     # read once at import, before any thread: setting it to read it is racy
     mask = os.umask(0o022)
     os.umask(mask)
@@ -117,7 +130,7 @@ def _umask():
 UMASK = _umask()
 
 
-def write_atomic(path, text):
+def write_atomic(path: Path | str, text: str) -> None:
     """Write a file so a reader never sees half of it (results survive a crash)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,40 +5,51 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import Mapping
 from pathlib import Path
+from types import FrameType
 
 from taintport import ci
 from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
-from taintport.judge import verdict
 from taintport.kernel import binary, boot, build
-from taintport.layer import carry, dep3, engine, pointreleases, regen
-from taintport.results import compare, reader, render, report
+from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
+from taintport.results import compare, folder, render, report
+from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
-from taintport.results.cells import FAULTS, exit_code, fault_in, word
-from taintport.run import bench, matrix, stages, store
+from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
-from taintport.tree import fetch, series, versions
+from taintport.tree import fetch, series, variants, versions
+from taintport.tree.variants import Variant
+from taintport.tree.versions import Version
 
-DESCRIPTION = """\
-Carry the TAINT_UNSIGNED_MODULE fix (upstream 66cc69e34e86 + 57673c2b0baa,
-v3.15) onto distribution kernels and prove it by booting them.
+Args = argparse.Namespace
+Verb = Callable[[Args, Cache], int]
+
+
+def description() -> str:
+    """The family of fixes and the variants, as their files say them."""
+    family = "\n".join(f"  {fix.name:<11} {fix.info.title} (upstream {fix.commit[:12]}, "
+                       f"{fix.release})" for fix in fixes.FIXES)
+    rows = "\n".join(f"  {v.name:<11} {v.what}" for v in variants.table().booted())
+    return f"""\
+Carry a family of kernel fixes (semantic-patches/) onto distribution kernels
+and prove them by booting each kernel:
+{family}
 
 Each kernel in versions/ is fetched with apt, built from tinyconfig plus
 kconfigs/, and booted under QEMU with a dracut initramfs that loads an
-out-of-tree module signed, unsigned and forced, and a livepatch. Variants:
-  upstream    the tree as the distribution ships it, built by us
-  shipped     the distribution's own binary of that tree (no build of ours)
-  reverted    every fix the tree ships removed by hand (the test must catch it)
-  backported  reverted + the taintport layer (the fixes must be back)
-  patched     as shipped + the layer (what goes into debian/patches)
+out-of-tree module signed, unsigned and forced, and a livepatch. Variants
+(test-matrix/variants.toml):
+{rows}
 
 Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
 what test-matrix/expectations.toml says), 2 the run itself broke.
 """
 
 
-def names(values):
+def names(values: list[str] | None) -> list[str]:
     """Accept both `--versions a b` and `--versions a,b`."""
     out = []
     for value in values or []:
@@ -46,7 +57,7 @@ def names(values):
     return out
 
 
-def add_common(p):
+def add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", type=Path, default=None,
                    help="cache root (default ${XDG_CACHE_HOME:-~/.cache}/taintport, "
                         "or $TAINTPORT_CACHE)")
@@ -56,32 +67,47 @@ def add_common(p):
                    help="make -j for kernel builds (default: cores + 1)")
 
 
-def artifacts_option(p):
+def artifacts_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifacts-url", metavar="BASE",
                    help="where the results folder is published: the KCIDB view's URLs "
                         f"become BASE/<path> (default ${kcidb.ARTIFACTS_ENV}, which the "
                         "generated CI pipelines set; else file:// URLs of the folder)")
 
 
-def versions_dir(p):
+def versions_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("--versions-dir", type=Path, default=versions.VERSIONS_DIR, metavar="DIR",
                    help="the version descriptors (default: versions/)")
 
 
-def one_cell(p):
+def fix_params(p: argparse.ArgumentParser) -> None:
+    """One option per parameter a fix declares (--letter for the unsigned fix)."""
+    for fix in fixes.FIXES:
+        for param in fix.params:
+            p.add_argument(f"--{param.name}", dest=f"param_{param.name}",
+                           metavar=param.name.upper(), help=f"{param.help} ({fix.name} fix)")
+
+
+def given_params(args: argparse.Namespace) -> dict[str, str]:
+    return {fix_param.name: getattr(args, f"param_{fix_param.name}")
+            for fix in fixes.FIXES for fix_param in fix.params
+            if getattr(args, f"param_{fix_param.name}") is not None}
+
+
+def one_cell(p: argparse.ArgumentParser) -> None:
     p.add_argument("--version", required=True, help="a name from versions/")
-    p.add_argument("--variant", required=True, choices=series.MATRIX)
+    p.add_argument("--variant", required=True, choices=[v.name for v in variants.table().booted()])
 
 
-def parser():
-    top = argparse.ArgumentParser(prog="taintport", description=DESCRIPTION,
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="taintport", description=description(),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="verb", required=True, metavar="VERB")
 
     p = sub.add_parser("matrix", help="build, boot and judge versions x variants")
     add_common(p)
     p.add_argument("--versions", nargs="+", help="names from versions/ (default: all)")
-    p.add_argument("--variants", nargs="+", help=f"default: {' '.join(series.MATRIX)}")
+    p.add_argument("--variants", nargs="+", help="default: " + " ".join(
+        v.name for v in variants.table().booted()))
     p.add_argument("--out", type=Path, help="results folder (default results/<timestamp>/)")
     p.add_argument("--timeout", type=int, default=matrix.DEFAULT_TIMEOUT,
                    help="seconds a guest may run before it is killed (default %(default)s)")
@@ -140,20 +166,19 @@ def parser():
                    help=f"only phase 5: what moving {bench.UPLOAD_COST} to its pin from the "
                         "upload before costs against its cold build (docs/ is not written)")
 
-    p = sub.add_parser("inspect", help="for each fix and each of its pieces: state, "
-                                       "file:line, shape")
+    p = sub.add_parser("inspect", help="for each fix and each of its pieces: state and "
+                                       "file:line, as the semantic patches judge them")
     p.add_argument("--tree", type=Path, required=True, help="any kernel source tree")
-    p.add_argument("--letter", default="E", help="taint letter for the unsigned bit (default E)")
+    fix_params(p)
 
     p = sub.add_parser("apply", help="put a fetched tree into one variant, or carry the "
                                      "layer onto your own tree (--tree)")
     add_common(p)
     p.add_argument("--version", help="a name from versions/ (with --variant)")
-    p.add_argument("--variant", choices=series.VARIANTS)
+    p.add_argument("--variant", choices=[v.name for v in variants.table().from_tree()])
     p.add_argument("--tree", type=Path, help="your kernel tree: push the layer onto it with "
                                             "quilt (patches/), all or nothing")
-    p.add_argument("--letter", default="E",
-                   help="taint letter (default E; X reproduces the 2014 posting where free)")
+    fix_params(p)
     p.add_argument("--export", type=Path, metavar="DIR",
                    help="with --tree: only write the patches (one per fix) and append them "
                         "to DIR/series")
@@ -185,9 +210,11 @@ def parser():
   report DIR                   re-render matrix.json's KCIDB view, junit.xml,
                                summary.md and index.html in DIR
   report compare OLD NEW       cells whose status changed, regressions first
-                               (exit 1 when there is a regression)
+                               (exit 1 when a cell became unexpected or an
+                               error, or went missing)
   report merge DIR... --out D  one results folder from runs that each did
-                               some kernels (CI jobs); a cell twice is an error
+                               some kernels (CI jobs); a cell twice is an error;
+                               D is new or empty, and none of the DIRs
   report kcidb DIR             print DIR's KCIDB view as one JSON document, the
                                form kcidb-submit reads on standard input""")
     p.add_argument("words", nargs="+", metavar="DIR | compare OLD NEW | merge DIR... | kcidb DIR")
@@ -212,27 +239,29 @@ def parser():
     return top
 
 
-def cmd_matrix(args, cache):
+def cmd_matrix(args: Args, cache: Cache) -> int:
     chosen = versions.select(names(args.versions))
-    variants = names(args.variants) or list(series.MATRIX)
+    wanted = [variants.named(name, "--variants") for name in names(args.variants)] or \
+        list(variants.table().booted())
     if args.resume and args.out and args.resume != args.out:
         raise InputError("--resume DIR already names the results folder; drop --out")
     if args.resume and not args.resume.is_dir():
         raise InputError(f"--resume {args.resume}: no such results folder")
     out = args.resume or args.out or matrix.default_out()
     kcidb.artifacts(out, args.artifacts_url)  # a bad URL is refused now, not after the run
-    with reader.writing(out, resume=bool(args.resume)):
-        return run_matrix(args, cache, out, chosen, variants)
+    with folder.writing(out, resume=bool(args.resume)):
+        return run_matrix(args, cache, out, chosen, wanted)
 
 
-def run_matrix(args, cache, out, chosen, variants):
+def run_matrix(args: Args, cache: Cache, out: Path, chosen: list[Version],
+               wanted: list[Variant]) -> int:
     print(f"results: {out}", flush=True)
     runner = matrix.Runner(cache, out, quilt_dir=args.quilt_dir, jobs=args.jobs,
                            parallel=args.parallel, timeout=args.timeout,
                            reuse=not args.rerun, resume=bool(args.resume),
                            fault=args.fault, reuse_builds=not args.build_identical)
     try:
-        code = runner.run(chosen, variants)
+        code = runner.run(chosen, wanted)
     except KeyboardInterrupt:
         print(f"taintport: interrupted; finished cells are kept in {out}; finish with "
               f"'tools/taintport matrix --resume {out}'", file=sys.stderr)
@@ -240,15 +269,14 @@ def run_matrix(args, cache, out, chosen, variants):
     print()
     report.table(runner.ordered_cells())
     if runner.ordered_cells():
-        doc = render.load(out)
-        if args.artifacts_url:
-            report.write_document(out, doc, args.artifacts_url)
-        render.render_all(out, doc, render.read_patches(doc, args.quilt_dir))
+        doc = folder.load_matrix(out)
+        render.publish(out, doc, render.read_patches(doc, args.quilt_dir),
+                       with_document=bool(args.artifacts_url), artifacts_url=args.artifacts_url)
     print(f"\nmatrix.json: {out / 'matrix.json'}\nreport: {out / 'index.html'}")
     return code
 
 
-def cmd_fetch(args, cache):
+def cmd_fetch(args: Args, cache: Cache) -> int:
     for version in versions.select(names(args.versions), args.versions_dir):
         log = cache.root / "logs" / f"fetch-{version.name}.log"
         with cache.locked(version.name):
@@ -258,7 +286,7 @@ def cmd_fetch(args, cache):
     return 0
 
 
-def cmd_versions(args, cache):
+def cmd_versions(args: Args, cache: Cache) -> int:
     if args.repin:
         for version in versions.select(names(args.repin), args.versions_dir):
             log = cache.root / "logs" / f"repin-{version.name}.log"
@@ -277,7 +305,7 @@ def cmd_versions(args, cache):
     return 0
 
 
-def outdated(chosen, cache):
+def outdated(chosen: list[Version], cache: Cache) -> int:
     """Each pin against the newest upload its suites serve: exit 1 when one
     is behind (a scheduled CI job's "a new security upload is out")."""
     indexes = fetch.Indexes(cache, cache.root / "logs" / "versions-outdated.log")
@@ -298,7 +326,7 @@ def outdated(chosen, cache):
     return 1 if behind else 0
 
 
-def cmd_regen(args, cache):
+def cmd_regen(args: Args, cache: Cache) -> int:
     stale = []
     for version in versions.select(names(args.versions)):
         with cache.locked(version.name):
@@ -321,13 +349,19 @@ def cmd_regen(args, cache):
     return 0
 
 
-def cell_setup(args, cache):
+def cell_setup(args: Args, cache: Cache,
+               variant: Variant) -> tuple[Version, Path | None, series.Series]:
+    """The version, its fetched tree (None when the variant's kernel is not
+    built from it) and its series."""
     version = versions.select([args.version])[0]
-    got = fetch.fetch(cache, version, cache.root / "logs" / f"fetch-{version.name}.log")
-    return version, got.tree, series.load(version.name, args.quilt_dir)
+    tree = None
+    if variant.from_tree:
+        tree = fetch.fetch(cache, version,
+                           cache.root / "logs" / f"fetch-{version.name}.log").tree
+    return version, tree, series.load(version.name, args.quilt_dir)
 
 
-def cmd_check(args, cache):
+def cmd_check(args: Args, cache: Cache) -> int:
     templates = versions.select([], args.versions_dir)
     log = cache.root / "logs" / "check-point-releases.log"
     outcomes = []
@@ -347,7 +381,7 @@ def cmd_check(args, cache):
     return 2 if broken else 0
 
 
-def cmd_bench(args, cache):
+def cmd_bench(args: Args, cache: Cache) -> int:
     if args.upload_cost:
         print(bench.upload_table(bench.upload_cost_alone(cache)))
         return 0
@@ -359,45 +393,46 @@ def cmd_bench(args, cache):
     return 0
 
 
-def cmd_inspect(args, cache):
+def cmd_inspect(args: Args, cache: Cache) -> int:
     """Each fix, then its pieces; a tree that lacks a fix is a finding, not a failure."""
     if not args.tree.is_dir():
         raise InputError(f"{args.tree}: no such folder (--tree names a kernel source tree)")
     rows = []
-    for state in engine.inspect_fixes(args.tree, args.letter):
+    for state in engine.inspect(args.tree, fixes.FIXES, given_params(args)):
         fix = state.fix
-        rows.append((f"{fix.name}:", state.state, f"{fix.commit[:12]} ({fix.release})",
-                     state.not_applicable or fix.info["title"]))
-        rows += [(f"  {p.name}", p.state, f"{p.path}:{p.line}" if p.line else p.path, p.shape)
-                 for p in state.pieces]
+        rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
+                     state.not_applicable or fix.info.title))
+        rows += [(f"  {p.name}", p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
+                  p.detail) for p in state.pieces]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
     return 0
 
 
-def cmd_apply(args, cache):
+def cmd_apply(args: Args, cache: Cache) -> int:
     if args.tree:
         if args.version or args.variant:
             raise InputError("use either --tree DIR or --version/--variant, not both")
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
-        log = Path(args.export or args.tree) / ".taintport-apply.log" if args.export \
-            else cache.root / "logs" / "apply-tree.log"
         identity = (dep3.parse_identity(args.signoff) if args.signoff
                     else dep3.git_identity(args.tree))
-        none = {}
+        none: Mapping[str, str] = {}
         if args.export:
-            generated, paths, none = carry.export(args.tree, args.letter, args.export,
-                                                  args.mail, identity)
+            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity)
+            none = done.no_mail
         else:
-            generated, paths = carry.apply(args.tree, args.letter, log, identity)
-        print(f"{args.tree}: {generated.summary}")
+            done = carry.apply(args.tree, given_params(args),
+                               cache.root / "logs" / "apply-tree.log", identity)
+        if done.recovered:
+            print(f"{args.export or args.tree}: {done.recovered}")
+        print(f"{args.tree}: {done.layer.summary}")
         for fix, why in none.items():
             print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
-        for path in paths:
+        for path in done.written:
             print(f"  {'written' if args.export else 'pushed'}: {path}")
-        if paths and identity is None:
+        if done.written and identity is None:
             print("  no identity (--signoff 'Name <mail>', or git's user.name and user.email): "
                   "left out your Signed-off-by and the name on each backport note; add them "
                   "before you send or upload")
@@ -409,36 +444,26 @@ def cmd_apply(args, cache):
         return apply_variant(args, cache)
 
 
-def apply_variant(args, cache):
-    version, tree, quilt_series = cell_setup(args, cache)
+def apply_variant(args: Args, cache: Cache) -> int:
+    variant = variants.named(args.variant, "--variant")
+    version, tree, quilt_series = cell_setup(args, cache, variant)
+    assert tree is not None  # --variant's choices are the variants built from the tree
     log = cache.root / "logs" / f"apply-{version.name}.log"
-    touched = series.switch(tree, quilt_series, args.variant, log)
+    touched = series.switch(tree, quilt_series, variant, log)
     print(f"{tree}: now {args.variant}; series touches {', '.join(sorted(touched)) or 'nothing'}")
     return 0
 
 
-def cmd_build(args, cache):
-    if args.variant == series.BINARY:
-        # the distribution built the kernel: only the test modules and the agent
-        version = versions.select([args.version])[0]
-        log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
-        art = binary.prepare(version, binary.unpack(cache, version, log),
-                             cache.artifacts(version, args.variant), log, args.jobs)
-        print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
-        return 0
-    version, tree, quilt_series = cell_setup(args, cache)
-    if series.current_variant(tree) != args.variant:
-        series.switch(tree, quilt_series, args.variant,
-                      cache.root / "logs" / f"apply-{version.name}.log")
-    log = cache.root / "logs" / f"build-{version.name}-{args.variant}.log"
-    art = build.build_variant(tree, cache.build(version), version.name,
-                              cache.artifacts(version, args.variant), log, args.jobs,
-                              cache.root)
+def cmd_build(args: Args, cache: Cache) -> int:
+    """The kernel (unless the distribution built it), test modules and agent of one cell."""
+    variant = variants.named(args.variant, "--variant")
+    version, tree, quilt_series = cell_setup(args, cache, variant)
+    art = sources.of(variant).build(cache, version, tree, quilt_series, variant, args.jobs)
     print(f"{art.bzimage} ({art.release}), {', '.join(map(str, art.modules))}, {art.agent}")
     return 0
 
 
-def cmd_boot(args, cache):
+def cmd_boot(args: Args, cache: Cache) -> int:
     """One cell through the matrix's own chain (stages.Chain), from the
     artifacts `taintport build` left (for the distribution's binary, made
     here: they take seconds): the same checks, files and verdict."""
@@ -446,84 +471,98 @@ def cmd_boot(args, cache):
     if fault is not None and fault not in FAULTS:
         raise InputError(f"--append: taintport.fault={fault!r} is not a fault the agent "
                          f"knows (one of {', '.join(FAULTS)})")
-    shipped = args.variant == series.BINARY
-    if shipped:
-        version = versions.select([args.version])[0]
-        quilt_series = series.load(version.name, args.quilt_dir)
-    else:
-        version, tree, quilt_series = cell_setup(args, cache)
+    variant = variants.named(args.variant, "--variant")
+    source = sources.of(variant)
+    version, tree, quilt_series = cell_setup(args, cache, variant)
     out = args.out or matrix.default_out()
-    with reader.writing(out):
+    with folder.writing(out):
         print(f"results: {out}", flush=True)
         progress = Progress(1)
-        chain = stages.Chain(cache, out, verdict.load(), progress, jobs=args.jobs,
+        chain = stages.Chain(cache, out, stages.expectations(), progress, jobs=args.jobs,
                              timeout=args.timeout, append=args.append,
                              accel=boot.Accel(args.accel, "chosen on the command line")
                              if args.accel else None)
-        cell = chain.new_cell(version, args.variant,
-                              store.inputs(version, quilt_series, args.variant))
+        cell = chain.new_cell(version, variant,
+                              source.inputs(version, quilt_series, variant))
         try:
-            chain.boot(cell, chain.binary(version, cell) if shipped else
-                       chain.built_before(version, tree, quilt_series, cell))
+            chain.boot(cell, source.prepared(chain, version, tree, quilt_series, cell))
         except TaintportError as err:
             cell.errors.append(str(err))
-        folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                              store.tool_versions())
-        folder.order, folder.accelerator = [cell.where], chain.accel
-        folder.publish(cell)
+        results = folder.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                store.tool_versions())
+        results.order, results.accelerator = [cell.where], chain.accel
+        results.publish(cell)
         progress.close()
-    ktap_txt = out / cell.logs.ktap
-    if ktap_txt.exists():
-        print(reader.printable(ktap_txt.read_text()))
+    ktap = folder.read_log(out / cell.logs.ktap)
+    if ktap is not None:
+        print(report.printable(ktap))
     boot_time = cell.timings.boot
     print(f"\n{version.name} {args.variant}: {cell.status.value} "
           f"({cell.accelerator or 'no boot'}, "
           f"{f'{boot_time:.1f}s' if boot_time is not None else 'no boot'}, "
           f"console {out / cell.logs.console})")
     for line in cell.errors:
-        print(f"  error: {reader.printable(line)}")
+        print(f"  error: {report.printable(line)}")
     for check in cell.failing:
         print(f"  {check.name}: expected {word(check.expected)}, observed {word(check.observed)}")
     return exit_code([cell])
 
 
-def locked_cell(func):
+def locked_cell(func: Verb) -> Verb:
     """apply/build/boot work on one version's tree and build dir: hold its lock."""
-    def wrapper(args, cache):
+    def wrapper(args: Args, cache: Cache) -> int:
         versions.select([args.version])  # a known name before it names a lock
         with cache.locked(args.version):
             return func(args, cache)
     return wrapper
 
 
-def publish(out, doc, quilt_dir, artifacts_url=None):
+def publish(out: Path, doc: Matrix, quilt_dir: Path, artifacts_url: str | None = None) -> None:
     """matrix.json and every report rendered from it."""
-    report.write_document(out, doc, artifacts_url)
-    for path in render.render_all(out, doc, render.read_patches(doc, quilt_dir)):
+    for path in render.publish(out, doc, render.read_patches(doc, quilt_dir),
+                               with_document=True, artifacts_url=artifacts_url):
         print(path)
 
 
-def cmd_report(args, cache):
+def merge(sources: list[str], out: Path, quilt_dir: Path,
+          artifacts_url: str | None = None) -> int:
+    """report merge: every source read and checked before out is touched; out
+    is new or empty (as matrix's --out) and none of the sources, is held while
+    written, and holds nothing again when the merge cannot finish."""
+    for source in sources:
+        theirs, mine = Path(source).resolve(), Path(out).resolve()
+        if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
+            raise InputError(f"--out {out}: {source} is merged from it: the merged "
+                             "results go to a new or empty folder of their own")
+    doc = compare.merge(sources)
+    with folder.writing(out):
+        try:
+            folder.copy_logs(sources, out)
+            publish(out, doc, quilt_dir, artifacts_url)
+        except BaseException:
+            folder.empty(out)  # it held nothing when the lock was taken
+            raise
+    return doc.exit_code  # a CI report job fails as its cells do
+
+
+def cmd_report(args: Args, cache: Cache) -> int:
     verb, *rest = args.words
     if verb == "compare":
         if len(rest) != 2:
             raise InputError("usage: taintport report compare OLD NEW")
-        changes = compare.compare(*(render.load(d) for d in rest))
+        changes = compare.compare(*(folder.load_matrix(d) for d in rest))
         for change in changes:
             print(change)
         print(f"{len(changes)} cell(s) changed status")
-        return 1 if any(c.kind == "regression" for c in changes) else 0
+        return 1 if any(c.worse for c in changes) else 0
     if verb == "merge":
         if not rest or args.out is None:
             raise InputError("usage: taintport report merge DIR... --out DIR")
-        doc = compare.merge(rest)
-        compare.copy_logs(rest, args.out)
-        publish(args.out, doc, args.quilt_dir, args.artifacts_url)
-        return doc.exit_code  # a CI report job fails as its cells do
+        return merge(rest, args.out, args.quilt_dir, args.artifacts_url)
     if verb == "kcidb":
         if len(rest) != 1:
             raise InputError("usage: taintport report kcidb DIR [--artifacts-url BASE]")
-        view = kcidb.report(render.load(rest[0]),
+        view = kcidb.report(folder.load_matrix(rest[0]),
                             kcidb.artifacts(rest[0], args.artifacts_url),
                             kcidb.origin_name(args.origin))
         print(json.dumps(view, indent=2))
@@ -531,13 +570,13 @@ def cmd_report(args, cache):
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR"
                          " | kcidb DIR")
-    publish(verb, render.load(verb), args.quilt_dir, args.artifacts_url)
+    publish(verb, folder.load_matrix(verb), args.quilt_dir, args.artifacts_url)
     return 0
 
 
-def cmd_ci(args, cache):
+def cmd_ci(args: Args, cache: Cache) -> int:
     if args.annotate:
-        print("\n".join(ci.annotations(render.load(args.annotate))))
+        print("\n".join(ci.annotations(folder.load_matrix(args.annotate))))
         return 0
     if args.local:
         return ci.run_here([v.name for v in versions.select(names(args.versions))])
@@ -551,18 +590,27 @@ def cmd_ci(args, cache):
     return 0
 
 
-VERBS = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
+VERBS: dict[str, Verb] = {"matrix": cmd_matrix, "fetch": cmd_fetch, "versions": cmd_versions,
          "regen": cmd_regen, "check": cmd_check, "bench": cmd_bench, "apply": cmd_apply, "inspect": cmd_inspect,
          "build": locked_cell(cmd_build), "boot": locked_cell(cmd_boot),
          "report": cmd_report, "ci": cmd_ci}
 
 
-def on_sigterm(signum, frame):
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv=None):
-    args = parser().parse_args(argv)
+def refused(err: TaintportError) -> int:
+    print(f"taintport: error: {report.printable(err)}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        # the help names the variants: a broken variants.toml is an input error too
+        args = parser().parse_args(argv)
+    except TaintportError as err:
+        return refused(err)
     # SIGTERM (a CI job cancelled, kill) ends the run like Ctrl-C: children
     # killed, finished cells kept.
     signal.signal(signal.SIGTERM, on_sigterm)
@@ -570,8 +618,7 @@ def main(argv=None):
     try:
         return VERBS[args.verb](args, cache)
     except TaintportError as err:
-        print(f"taintport: error: {reader.printable(err)}", file=sys.stderr)
-        return 2
+        return refused(err)
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)
         return 2

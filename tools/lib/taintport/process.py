@@ -10,8 +10,10 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TextIO
 
 from taintport.errors import RunError
 
@@ -19,7 +21,7 @@ TAIL_LINES = 20
 
 # Every child process group still running, so that an interrupted run can end
 # them all from the main thread while worker threads wait on them.
-LIVE: set[subprocess.Popen] = set()
+LIVE: "set[subprocess.Popen[Any]]" = set()
 STOPPING = threading.Event()
 
 # Kernel compiles (and their kconfig, and trees fetched ahead) run at a lower
@@ -35,12 +37,12 @@ NICE_LEVEL = 10
 # 4.9-7.2 s where it took 4.0 s alone (and 4.1 s beside six niced busy loops),
 # so what it loses is memory and cache, not CPU time, and only an idle
 # neighbour gives it back. A boot is seconds; the build it pauses loses as much.
-BACKGROUND: set[subprocess.Popen] = set()
+BACKGROUND: "set[subprocess.Popen[Any]]" = set()
 _GATE = threading.Lock()
 _booting = 0
 
 
-def require(tool, package):
+def require(tool: str, package: str) -> str:
     """Fail early, naming the Debian package, when a tool is missing."""
     path = shutil.which(tool)
     if not path:
@@ -49,7 +51,7 @@ def require(tool, package):
     return path
 
 
-def tail(path, lines=TAIL_LINES):
+def tail(path: Path | str, lines: int = TAIL_LINES) -> str:
     try:
         text = Path(path).read_text(errors="replace")
     except OSError:
@@ -57,29 +59,30 @@ def tail(path, lines=TAIL_LINES):
     return "\n".join(text.splitlines()[-lines:])
 
 
-def appending(log):
+def appending(log: Path | str) -> TextIO:
     """Open a log for appending, making its folder first."""
     Path(log).parent.mkdir(parents=True, exist_ok=True)
     return open(log, "a")
 
 
-def kill_group(proc):
+def kill_group(proc: "subprocess.Popen[Any]") -> None:
     _signal_group(proc, signal.SIGKILL)  # a stopped group dies too
     proc.wait()
 
 
-def stop_all():
+def stop_all() -> None:
     """End every child group now; workers then see STOPPING and give up."""
     STOPPING.set()
     for proc in list(LIVE):
         kill_group(proc)
 
 
-def niced(argv, nice):
+def niced(argv: Sequence[str], nice: int) -> list[str]:
     return ["nice", "-n", str(nice), *argv] if nice else list(argv)
 
 
-def spawn(argv, nice=0, background=None, **kwargs):
+def spawn(argv: Sequence[str], nice: int = 0, background: bool | None = None,
+          **kwargs: Any) -> "subprocess.Popen[Any]":
     """Popen in a new process group, tracked in LIVE until reaped; nice > 0
     runs it at that niceness (nice(1), since preexec_fn is unsafe in threads).
     A background group (by default: a niced one) waits while a guest boots.
@@ -101,27 +104,27 @@ def spawn(argv, nice=0, background=None, **kwargs):
     return proc
 
 
-def reap(proc):
+def reap(proc: "subprocess.Popen[Any]") -> None:
     LIVE.discard(proc)
     with _GATE:
         BACKGROUND.discard(proc)
 
 
-def _signal_group(proc, signum):
+def _signal_group(proc: "subprocess.Popen[Any]", signum: int) -> None:
     try:
         os.killpg(proc.pid, signum)
     except ProcessLookupError:
         pass
 
 
-def _signal_background(signum):
+def _signal_background(signum: int) -> None:
     """Every background group; the caller holds _GATE."""
     for proc in BACKGROUND:
         _signal_group(proc, signum)
 
 
 @contextmanager
-def booting():
+def booting() -> Iterator[None]:
     """Stop the background groups while the block (a guest's boot) runs.
 
     Nested and concurrent blocks count: the groups go on when the last ends.
@@ -143,16 +146,21 @@ def booting():
                 _signal_background(signal.SIGCONT)
 
 
-def run(cmd, *, stage, cwd=None, env=None, log=None, timeout=None, check=True, nice=0,
-        background=None):
+def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
+        env: Mapping[str, str | None] | None = None, log: Path | str | None = None,
+        timeout: float | None = None, check: bool = True, nice: int = 0,
+        background: bool | None = None) -> "subprocess.CompletedProcess[str]":
     """Run cmd; stdout+stderr go to log (appended) or are captured.
 
     Returns a CompletedProcess. On a non-zero exit (when check) raises
     RunError naming the command and quoting the last lines of its output.
     """
     full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    for key, value in (env or {}).items():
+        if value is None:  # the caller wants it unset (quilt's QUILT_* variables)
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     argv = niced([str(c) for c in cmd], nice)  # the log shows the niceness too
     shown = shlex.join(argv)
     out = None

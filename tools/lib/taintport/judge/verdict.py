@@ -8,8 +8,8 @@ a fix of the family), "unexpected" when the run was sound but a test's result
 differs (the kernel is not what we thought: KCIDB's FAIL), and "error" when
 the run broke or the output cannot be trusted (KCIDB's ERROR/MISS), which
 includes a test the agent could not observe (# SKIP) unless the variant
-declares that test unobservable by design (expectations.toml skips: the
-distribution's binary cannot load a module signed with our key).
+declares that test unobservable by design (test-matrix/variants.toml skips:
+the distribution's binary cannot load a module signed with our key).
 """
 import enum
 import tomllib
@@ -21,7 +21,8 @@ from typing import Protocol
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.judge.ktap import Parsed
-from taintport.layer import fixes
+from taintport.tree import variants
+from taintport.tree.variants import Base, HostCheck, Variant
 
 EXPECTATIONS = REPO / "test-matrix" / "expectations.toml"
 
@@ -47,49 +48,28 @@ class FixState(str, enum.Enum):
         return self in (FixState.PRESENT, FixState.CARRIED)
 
 
-@dataclass(frozen=True)
-class Variant:
-    """How a variant's tree is made (test-matrix/expectations.toml [variants])."""
-    name: str
-    base: str                    # "shipped" or "reverted"
-    layer: bool
-    sources_match: str = ""      # host check: C files byte-identical to this variant's
-    reuses: tuple[str, ...] = ()  # byte-identical to one of these: reuse its cell
-    agrees_with: str = ""        # host check: every check observed as that variant's
-    skips: frozenset[str] = frozenset()  # tests the agent cannot observe by design
-
-    def fix_state(self, shipped: bool) -> "FixState":
-        if self.layer:
-            return FixState.PRESENT if shipped and self.base == "shipped" else FixState.CARRIED
-        if self.base == "shipped":
-            return FixState.PRESENT if shipped else FixState.MISSING
-        return FixState.RECONSTRUCTED if shipped else FixState.MISSING
+def fix_state(variant: Variant, shipped: bool) -> FixState:
+    """A fix's state in a variant's tree, given whether the version ships it."""
+    if variant.layer:
+        return FixState.PRESENT if shipped and variant.base is Base.SHIPPED else \
+            FixState.CARRIED
+    if variant.base is Base.SHIPPED:
+        return FixState.PRESENT if shipped else FixState.MISSING
+    return FixState.RECONSTRUCTED if shipped else FixState.MISSING
 
 
 @dataclass(frozen=True)
 class Expectations:
-    variants: dict[str, Variant]
     tests: tuple[str, ...]            # "<subtest>.<test>", in the agent's order
     xfail: dict[str, frozenset[str]]  # fix -> the tests a tree without it fails
 
-    def variant(self, name: str) -> Variant:
-        if name not in self.variants:
-            raise InputError(f"no expectations for variant '{name}'; "
-                             f"valid: {', '.join(self.variants)}")
-        return self.variants[name]
-
-    def states(self, variant: str, ships: Iterable[str]) -> dict[str, "FixState"]:
+    def states(self, variant: Variant, ships: Iterable[str]) -> dict[str, FixState]:
         """{fix: FixState} of a variant's tree, given what the version ships."""
-        v = self.variant(variant)
-        return {fix: v.fix_state(fix in ships) for fix in self.xfail}
+        return {fix: fix_state(variant, fix in ships) for fix in self.xfail}
 
-    def skips(self, variant: str) -> frozenset[str]:
-        return self.variant(variant).skips
-
-    def known_bug(self, variant: str, states: dict[str, "FixState"]) -> bool:
+    def known_bug(self, variant: Variant, states: dict[str, FixState]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
-        v = self.variant(variant)
-        return v.base == "shipped" and not v.layer and \
+        return variant.base is Base.SHIPPED and not variant.layer and \
             any(state is FixState.MISSING for state in states.values())
 
     def failures(self, states: dict[str, "FixState"]) -> frozenset[str]:
@@ -112,7 +92,7 @@ class Expectations:
 
 class HasChecks(Protocol):
     """A judged cell, as agreement() reads it (cells.Cell, which imports this module)."""
-    variant: str
+    variant: Variant
     checks: list["Check"]
 
 
@@ -173,48 +153,28 @@ def _names(path: Path | str, where: str, value: object, what: str = "test") -> l
     return value
 
 
-def load(path: Path | str = EXPECTATIONS,
-         fix_names: Sequence[str] | None = None) -> Expectations:
-    """test-matrix/expectations.toml, checked: every variant says how its tree
-    is made, [tests] lists each subtest's tests, every fix of the family has
-    an xfail list of tests that [tests] has, and nothing else is there."""
-    if fix_names is None:
-        fix_names = fixes.NAMES
+def load(fix_names: Sequence[str], path: Path | str = EXPECTATIONS,
+         table_path: Path | str = variants.TABLE) -> Expectations:
+    """test-matrix/expectations.toml, checked: [tests] lists each subtest's
+    tests, every fix of the family (fix_names: the layer's, which the run
+    gives) has an xfail list of tests that [tests] has, nothing else is
+    there, and every test a variant skips (test-matrix/variants.toml) is one
+    of them."""
+    rows = variants.load(table_path)
     try:
         data = tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise InputError(f"{path}: cannot read expectations: {err}") from None
-    variants = {}
-    known = {"base", "layer", "sources_match", "reuses", "agrees_with", "skips"}
-    for name, spec in data.pop("variants", {}).items():
-        if not isinstance(spec, dict) or spec.get("base") not in ("shipped", "reverted") \
-                or not isinstance(spec.get("layer"), bool):
-            raise InputError(f"{path}: [variants] {name} must be {{ base = \"shipped\" or "
-                             "\"reverted\", layer = true or false }")
-        extra = sorted(set(spec) - known)
-        if extra:
-            raise InputError(f"{path}: [variants] {name} has unknown key(s) {', '.join(extra)}")
-        variants[name] = Variant(name, spec["base"], spec["layer"],
-                                 spec.get("sources_match", ""),
-                                 tuple(_names(path, f"[variants] {name} reuses",
-                                              spec.get("reuses", []), "variant")),
-                                 spec.get("agrees_with", ""),
-                                 frozenset(_names(path, f"[variants] {name} skips",
-                                                  spec.get("skips", []))))
-    for v in variants.values():
-        for other in (v.sources_match, *v.reuses, v.agrees_with):
-            if other and other not in variants:
-                raise InputError(f"{path}: [variants] {v.name} names unknown variant '{other}'")
     subtests = data.pop("tests", None)
     if not isinstance(subtests, dict) or not subtests:
         raise InputError(f"{path}: [tests] missing: each subtest's list of tests")
     tests = tuple(f"{sub}.{test}" for sub, names in subtests.items()
                   for test in _names(path, f"[tests] {sub}", names))
-    for v in variants.values():
+    for v in rows.variants:
         strange = sorted(v.skips - set(tests))
         if strange:
-            raise InputError(f"{path}: [variants] {v.name} skips test(s) that [tests] does "
-                             f"not have: {', '.join(strange)}")
+            raise InputError(f"{table_path}: [variants.{v.name}] skips test(s) that "
+                             f"{path} [tests] does not have: {', '.join(strange)}")
     unknown = sorted(set(data) - set(fix_names))
     if unknown:
         raise InputError(f"{path}: tables for unknown fix(es) {', '.join(unknown)}; "
@@ -237,7 +197,7 @@ def load(path: Path | str = EXPECTATIONS,
             raise InputError(f"{path}: [{fix}] xfail is empty: the test would not "
                              "catch that fix's bug")
         xfail[fix] = frozenset(names)
-    return Expectations(variants, tests, xfail)
+    return Expectations(tests, xfail)
 
 
 def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
@@ -285,10 +245,10 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
     return Judgement(Status.KNOWN_BUG if known_bug else Status.AS_EXPECTED, checks, [])
 
 
-def agreement(variant: str, checks: Sequence[Check], peer: "HasChecks") -> Check:
-    """<variant>_agrees_with_<peer>: every guest test both cells observed came
-    out the same (the distribution's binary against our build of its
-    source); the diagnostics name each test that did not."""
+def agreement(check: HostCheck, checks: Sequence[Check], peer: "HasChecks") -> Check:
+    """The host check that every guest test both cells observed came out the
+    same (the distribution's binary against our build of its source); the
+    diagnostics name each test that did not."""
     theirs = {c.name: c for c in peer.checks}
     word = {True: "ok", False: "not ok"}
     differ, compared = [], 0
@@ -299,9 +259,9 @@ def agreement(variant: str, checks: Sequence[Check], peer: "HasChecks") -> Check
             continue
         compared += 1
         if mine.observed != other.observed:
-            differ.append(f"host: {mine.name}: {variant} {word[mine.observed]}, "
+            differ.append(f"host: {mine.name}: {check.variant} {word[mine.observed]}, "
                           f"{peer.variant} {word[other.observed]}")
-    return Check(name=f"{variant}_agrees_with_{peer.variant}", expected=True,
+    return Check(name=check.name, expected=True,
                  observed=not differ,
                  diagnostics=tuple(differ) or (
                      f"host: the {compared} tests both observed came out the same",))

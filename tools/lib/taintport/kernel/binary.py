@@ -82,14 +82,14 @@ def headers_dir(top: Path, shipped: Binary) -> Path:
     headers = top / "usr" / "src" / f"linux-headers-{shipped.release}"
     makefile = headers / "Makefile"
     if not makefile.is_file():
-        raise RunError("shipped", f"{makefile} missing: the pinned headers are not those of "
+        raise RunError("binary", f"{makefile} missing: the pinned headers are not those of "
                        f"{shipped.release}")
     original = makefile.with_name("Makefile.debian")
     if not original.exists():
         shutil.copy2(makefile, original)
     text = original.read_text()
     if "/usr/src/" not in text:
-        raise RunError("shipped", f"{original}: no /usr/src/ path to point at the extracted "
+        raise RunError("binary", f"{original}: no /usr/src/ path to point at the extracted "
                        "headers; the packaging changed")
     makefile.write_text(text.replace("/usr/src/", f"{top}/usr/src/"))
     return headers
@@ -169,14 +169,14 @@ def signed_module(top: Path, shipped: Binary, out: Path) -> Path:
                         proc = subprocess.run([*tool, str(found)], stdout=dest,
                                               stderr=subprocess.PIPE)
                     if proc.returncode:
-                        raise RunError("shipped", f"{' '.join(tool)} {found} failed",
+                        raise RunError("binary", f"{' '.join(tool)} {found} failed",
                                        proc.stderr.decode(errors="replace"))
                 else:
                     shutil.copy2(found, target)
                 if not target.read_bytes().endswith(SIGNATURE_MAGIC):
-                    raise RunError("shipped", f"{found}: not signed (no appended signature)")
+                    raise RunError("binary", f"{found}: not signed (no appended signature)")
                 return target
-    raise RunError("shipped", f"{shipped.signed_module} not found under "
+    raise RunError("binary", f"{shipped.signed_module} not found under "
                    f"lib/modules/{shipped.release} of the pinned packages")
 
 
@@ -186,7 +186,7 @@ def vmlinuz(top: Path, shipped: Binary) -> Path:
                   top / "usr" / "lib" / "modules" / shipped.release / "vmlinuz"):
         if found.is_file():
             return found
-    raise RunError("shipped", f"no vmlinuz of {shipped.release} in the pinned packages")
+    raise RunError("binary", f"no vmlinuz of {shipped.release} in the pinned packages")
 
 
 def unpack(cache: Cache, version: Version, log: Path) -> Path:
@@ -218,7 +218,7 @@ def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Art
 
 def pinned(version: Version) -> Binary:
     if version.shipped is None:
-        raise RunError("shipped", f"{version.path} has no [shipped] table: no binary "
+        raise RunError("binary", f"{version.path} has no [shipped] table: no binary "
                        "kernel is pinned for this version")
     return version.shipped
 

@@ -37,10 +37,11 @@ class Boot:
     timed_out: bool
     seconds: float
     accel: str
-    command: tuple
+    command: tuple[str, ...]
 
 
-def command(bzimage, initrd, console, append, accel, memory=MEMORY):
+def command(bzimage: Path, initrd: Path | None, console: Path, append: str, accel: str,
+            memory: int = MEMORY) -> list[str]:
     cmd = [QEMU, "-nodefaults", "-nographic", "-no-reboot", "-m", str(memory),
            "-accel", accel, "-nic", "none", "-monitor", "none",
            "-serial", f"file:{console}",
@@ -51,7 +52,8 @@ def command(bzimage, initrd, console, append, accel, memory=MEMORY):
     return cmd
 
 
-def run_qemu(cmd, console, timeout, gate=True):
+def run_qemu(cmd: list[str], console: Path, timeout: float,
+             gate: bool = True) -> tuple[int | None, bool, float]:
     """Run QEMU in its own process group; at the timeout the whole group dies.
 
     gate: builds beside it wait (process.booting) while it runs, so that a
@@ -82,7 +84,7 @@ def run_qemu(cmd, console, timeout, gate=True):
     return (None if timed_out else proc.returncode), timed_out, seconds
 
 
-def probe(bzimage, workdir):
+def probe(bzimage: Path, workdir: Path) -> Accel:
     """KVM if a kernel boots to its no-root panic under KVM in time, else TCG."""
     require(QEMU, "qemu-system-x86")
     if not os.access(KVM_DEVICE, os.R_OK | os.W_OK):
@@ -101,7 +103,8 @@ def probe(bzimage, workdir):
     return Accel("tcg", f"KVM probe boot {why} without reaching the kernel")
 
 
-def boot(bzimage, initrd, console, append, accel, timeout, memory=MEMORY):
+def boot(bzimage: Path, initrd: Path, console: Path, append: str, accel: str, timeout: float,
+         memory: int = MEMORY) -> Boot:
     require(QEMU, "qemu-system-x86")
     cmd = command(bzimage, initrd, console, append, accel, memory)
     code, timed_out, seconds = run_qemu(cmd, console, timeout)

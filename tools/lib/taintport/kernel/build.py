@@ -7,8 +7,9 @@ build dir, and each is also signed with the key that build generated (which
 never leaves the build dir).
 """
 import os
-from contextlib import contextmanager
 import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,16 +36,16 @@ REPRODUCIBLE = {
 class Artifacts:
     directory: Path
     bzimage: Path
-    modules: tuple  # the guest's module files, each test module as <m>.ko and <m>-signed.ko
+    modules: tuple[Path, ...]  # the guest's module files, each test module as <m>.ko and <m>-signed.ko
     agent: Path
     release: str
 
 
-def default_jobs():
+def default_jobs() -> int:
     return (os.cpu_count() or 1) + 1
 
 
-def make_args(build_dir, jobs, cache_root):
+def make_args(build_dir: Path, jobs: int, cache_root: Path) -> tuple[list[str], dict[str, str]]:
     args = [f"O={build_dir}", "ARCH=x86_64", f"-j{jobs}"]
     env = dict(REPRODUCIBLE)
     if shutil.which("ccache"):
@@ -53,12 +54,13 @@ def make_args(build_dir, jobs, cache_root):
     return args, env
 
 
-def kernel_release(tree, build_dir, args, env):
+def kernel_release(tree: Path, build_dir: Path, args: list[str], env: dict[str, str]) -> str:
     proc = run(["make", "-s", *args, "kernelrelease"], stage="build", cwd=tree, env=env)
     return proc.stdout.strip().splitlines()[-1]
 
 
-def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
+def build_kernel(tree: Path, build_dir: Path, version_name: str, log: Path, jobs: int,
+                 cache_root: Path) -> str:
     """Configure (when the fragments changed) and build bzImage; return the release."""
     require("make", "make")
     require("gcc", "gcc")
@@ -75,7 +77,7 @@ def build_kernel(tree, build_dir, version_name, log, jobs, cache_root):
 
 
 @contextmanager
-def building(build_dir: Path, log):
+def building(build_dir: Path, log: Path) -> Iterator[None]:
     """Mark a make in progress. A make killed mid-way (Ctrl-C, SIGTERM, a
     timeout) can leave a half-written .<target>.cmd (fixdep writes it in
     place): the next make then stops with "unterminated variable reference".
@@ -95,16 +97,17 @@ def building(build_dir: Path, log):
     mark.unlink()  # only when make finished: a failed or killed one keeps it
 
 
-def sig_hash(build_dir):
+def sig_hash(build_dir: Path) -> str:
     return kconfig.read_config(Path(build_dir) / ".config")["CONFIG_MODULE_SIG_HASH"].strip('"')
 
 
-def module_files(folder):
+def module_files(folder: Path) -> tuple[Path, ...]:
     """The module files a build left in folder, in the order the guest gets them."""
     return tuple(sorted(Path(folder).glob("*.ko")))
 
 
-def compile_modules(make, env, out, log):
+def compile_modules(make: Sequence[object], env: dict[str, str], out: Path,
+                    log: Path) -> list[Path]:
     """The test modules (test-matrix/module) built out of tree in out/module-build
     by make (the command up to its M=: our build dir, or a distribution's
     headers); returns the .ko files make left there."""
@@ -120,7 +123,8 @@ def compile_modules(make, env, out, log):
     return built
 
 
-def build_modules(build_dir, out, log, jobs, cache_root):
+def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
+                  cache_root: Path) -> tuple[Path, ...]:
     """Every test module built against build_dir, as <m>.ko and as <m>-signed.ko
     signed with build_dir's key; returns module_files(out)."""
     args, env = make_args(build_dir, jobs, cache_root)
@@ -143,7 +147,7 @@ def build_modules(build_dir, out, log, jobs, cache_root):
     return module_files(out)
 
 
-def build_agent(out, release, log):
+def build_agent(out: Path, release: str, log: Path) -> Path:
     run(["make", "-C", AGENT_SRC, f"OUT={out}", f"KRELEASE={release}"], stage="agent",
         log=log)
     agent = Path(out) / "taintport-agent"
@@ -152,7 +156,8 @@ def build_agent(out, release, log):
     return agent
 
 
-def build_variant(tree, build_dir, version_name, out, log, jobs, cache_root):
+def build_variant(tree: Path, build_dir: Path, version_name: str, out: Path, log: Path,
+                  jobs: int, cache_root: Path) -> Artifacts:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     release = build_kernel(tree, build_dir, version_name, log, jobs, cache_root)

@@ -9,17 +9,19 @@ dracut.conf so a local setting cannot change the guest.
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from taintport import REPO
 from taintport.errors import RunError
+from taintport.kernel.build import Artifacts
 from taintport.process import require, run
 
 HOST_DRACUT = Path("/usr/lib/dracut")
 OUR_MODULE = REPO / "test-matrix" / "dracut" / "50taintport"
 
 
-def private_base(folder):
+def private_base(folder: Path | str) -> Path:
     """A dracutbasedir in folder: the host's dracut plus 50taintport, made per call (cheap)."""
     if not (HOST_DRACUT / "modules.d").is_dir():
         raise RunError("initramfs", f"{HOST_DRACUT}/modules.d missing; install dracut-core")
@@ -35,7 +37,7 @@ def private_base(folder):
     return base
 
 
-def base(agent, release, cache_root, image, log):
+def base(agent: Path, release: str, cache_root: Path, image: Path, log: Path) -> Path:
     """dracut's part, the same for every cell of a kernel: init, the hook and
     the agent (built for release). Made once per kernel and run."""
     require("dracut", "dracut-core")
@@ -61,7 +63,7 @@ def base(agent, release, cache_root, image, log):
     return image
 
 
-def newc(entries):
+def newc(entries: Sequence[tuple[str, int, bytes | None]]) -> bytes:
     """An uncompressed cpio archive in the kernel's "newc" format.
 
     entries: (path, mode, data) with data None for a folder. Owner root,
@@ -71,10 +73,10 @@ def newc(entries):
     """
     out = bytearray()
 
-    def pad():
+    def pad() -> None:
         out.extend(b"\0" * (-len(out) % 4))
 
-    def member(ino, name, mode, data):
+    def member(ino: int, name: str, mode: int, data: bytes | None) -> None:
         raw = name.encode() + b"\0"
         fields = (ino, mode, 0, 0, 2 if data is None else 1, 0, len(data or b""),
                   0, 0, 0, 0, len(raw), 0)
@@ -90,7 +92,7 @@ def newc(entries):
     return bytes(out)
 
 
-def cell_archive(artifacts, token):
+def cell_archive(artifacts: Artifacts, token: str) -> bytes:
     """The cell's own files, under /taintport/ beside the agent: every module
     file of the build, then the token."""
     # modules are not executable: nothing may strip their signature
@@ -100,7 +102,7 @@ def cell_archive(artifacts, token):
                  ("taintport/token", 0o644, (token + "\n").encode())])
 
 
-def build(artifacts, token, base_image, image):
+def build(artifacts: Artifacts, token: str, base_image: Path, image: Path) -> Path:
     """The kernel's dracut image followed by this cell's archive: the kernel
     unpacks one after the other into the same root, so dracut runs once per
     kernel, not once per cell (1.5-3.5 s each under load)."""

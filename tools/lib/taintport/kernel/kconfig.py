@@ -26,7 +26,7 @@ class Option:
     where: str  # fragment:line
 
 
-def parse(path):
+def parse(path: Path) -> list[Option]:
     options = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.strip()
@@ -44,7 +44,8 @@ def parse(path):
     return options
 
 
-def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSIONS_DIR):
+def fragments(version_name: str, directory: Path = KCONFIG_DIR,
+              versions_dir: Path = versions.VERSIONS_DIR) -> list[Path]:
     """base.config, every feature fragment, then <version>.config when a version needs more.
 
     A feature fragment is any other *.config whose name is not a version's
@@ -63,7 +64,7 @@ def fragments(version_name, directory=KCONFIG_DIR, versions_dir=versions.VERSION
     return [base, *features, *([extra] if extra.is_file() else [])]
 
 
-def merged(frags):
+def merged(frags: list[Path]) -> list[Option]:
     """The options as merge_config.sh leaves them: a later fragment's value wins."""
     options: dict[str, Option] = {}
     for frag in frags:
@@ -73,7 +74,7 @@ def merged(frags):
     return list(options.values())
 
 
-def read_config(path):
+def read_config(path: Path) -> dict[str, str]:
     values = {}
     for line in Path(path).read_text().splitlines():
         m = LINE.match(line)
@@ -85,7 +86,7 @@ def read_config(path):
     return values
 
 
-def why_missing(tree, name):
+def why_missing(tree: Path, name: str) -> str:
     """The option's Kconfig entry (depends on / its absence), to say why it fell out."""
     symbol = name[len("CONFIG_"):]
     for kconfig in sorted(Path(tree).rglob("Kconfig*")):
@@ -103,7 +104,7 @@ def why_missing(tree, name):
     return "no such option in this tree's Kconfig files"
 
 
-def validate(tree, config_path, options):
+def validate(tree: Path, config_path: Path, options: list[Option]) -> None:
     """Every requested option present with its value, or an error naming each miss."""
     have = read_config(config_path)
     wrong = []
@@ -117,7 +118,7 @@ def validate(tree, config_path, options):
                          + "\n".join(wrong))
 
 
-def inputs_digest(frags, tree=None):
+def inputs_digest(frags: list[Path], tree: Path | None = None) -> str:
     """What a .config is made from: the fragments, and the tree's Kconfig
     files (fetch.py's digest of them, or where a tree has none, its upload):
     the build dir outlives an upload of its series."""
@@ -132,7 +133,8 @@ def inputs_digest(frags, tree=None):
     return digest.hexdigest()
 
 
-def configure(tree, build_dir, frags, log, make_args):
+def configure(tree: Path, build_dir: Path, frags: list[Path], log: Path,
+              make_args: list[str]) -> bool:
     """Write build_dir/.config unless it already came from the same fragments
     and the same Kconfig files. A new upload whose Kconfig changed is
     configured again as a cold build would be (it could otherwise keep a

@@ -1,141 +1,270 @@
-"""Carry the layer onto a maintainer's own tree, as a quilt series.
+"""Carry the layer onto a maintainer's own tree, as a quilt series, all or nothing.
 
-`taintport apply --tree DIR` generates the layer for that tree (spatch, no
-change to the tree yet): one patch per fix the tree lacks, with a DEP-3
-header (dep3.py). It pushes them with quilt --fuzz=0 from the tree's
-own patches/ folder. All or nothing: if generation fails, nothing is
-written; if a push fails, everything pushed is popped and removed again, so
-the tree is byte for byte as it was. `--export DIR` only writes the patches
-and lists them in DIR/series (never dropping a line there; in a Debian
-source package's debian/patches where the kernel team lists upstream fixes,
-debian_patches.py); with `--mail` it writes each as a mail for the stable
-list instead, where upstream maintains a stable branch for the tree (stable.py).
+`taintport apply --tree DIR` generates the layer for that tree (spatch on
+scratch copies: the tree is only read), one patch per fix the tree lacks,
+with a DEP-3 header naming the tree. It then pushes them with quilt
+--fuzz=0 on a scratch copy of the files they touch and of the tree's quilt
+state, checks that the result is the layer's, and only then writes the
+tree: every file quilt changed or created (the sources, patches/, .pc/)
+through a journal (taintport.journal), atomically, all or nothing even when
+killed, out of disk or denied a write. A journal an interrupted run left is
+rolled back first, and the run says so. Only the layer's own patches are
+pushed: a series with patches quilt has not applied is refused. `--export
+DIR` writes the patches into DIR the same way and lists them in DIR/series,
+never dropping a line (in a Debian source package's debian/patches where the
+kernel team lists upstream fixes: debian_patches.py); with `--mail` it writes
+each as a mail for the stable list instead, where upstream maintains a
+stable branch for the tree (stable.py).
 """
-import shutil
+import os
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
-from taintport.errors import InputError
-from taintport.layer import debian_patches, dep3, engine, stable
-from taintport.process import require, run
+from taintport.errors import InputError, TaintportError
+from taintport.journal import JOURNAL, Change, commit, recover, sha256
+from taintport.layer import debian_patches, dep3, engine, fixes, stable
+from taintport.layer.dep3 import Identity
+from taintport.layer.model import LayerPatch, Params
+from taintport.process import require
+from taintport.tree.quilt import PC, quilt
 
 FOLDER = "taintport"
+PATCHES = "patches"
+QUILT_STATE = (".version", ".quilt_patches", ".quilt_series", "applied-patches")
 
 
-def patches(tree, generated, letter, identity=None, debian=False):
-    """{series name: DEP-3 patch text} for each fix the layer carries, named
-    as the folder it goes to expects."""
+@dataclass(frozen=True)
+class Carried:
+    layer: LayerPatch
+    written: tuple[Path, ...]        # the patch files (or mails) written
+    recovered: str = ""              # what was rolled back first ("" when nothing)
+    no_mail: Mapping[str, str] = field(default_factory=dict)  # {fix: why it got no mail}
+
+
+def patch_texts(layer: LayerPatch, tree: Path, identity: Identity | None = None,
+                debian: bool = False) -> dict[str, str]:
+    """{series name: DEP-3 patch} for each fix the layer carries on tree,
+    named as the folder it goes to expects."""
     series = stable.tree_series(tree)
     return {(debian_patches.name(fp) if debian else
              f"{FOLDER}/{i:04d}-{fp.fix.patch_name}.patch"):
-            dep3.patch_file(fp, series, identity, letter)
-            for i, fp in enumerate(generated.carried, start=1)}
+            dep3.patch_file(fp, series, identity)
+            for i, fp in enumerate(layer.carried, start=1)}
 
 
-def carried(tree, letter, identity=None):
-    """(LayerPatch, {series name: patch text}) for the fixes tree lacks."""
-    generated = engine.generate(tree, letter)
-    return generated, patches(tree, generated, letter, identity)
-
-
-def mails(tree, generated, letter, identity):
+def mails(tree: Path, layer: LayerPatch, identity: Identity | None
+          ) -> tuple[dict[str, str], dict[str, str]]:
     """({file name: mail text}, {fix name: why no mail}) for the fixes the layer
     carries: a mail where upstream maintains a stable branch the fix belongs
     in, else the reason there is none."""
     series = stable.tree_series(tree)
-    index = dep3.index_lines(tree, generated.carried)
+    index = dep3.index_lines(tree, layer.carried)
     texts, none = {}, {}
-    for i, fp in enumerate(generated.carried, start=1):
+    for i, fp in enumerate(layer.carried, start=1):
         branch = stable.branch(series, fp.fix.release)
         if branch:
-            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(
-                fp, branch, identity, index[i - 1], letter)
+            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(fp, branch, identity,
+                                                                    index[i - 1])
         else:
             none[fp.fix.name] = stable.no_branch(series, fp.fix.release)
     return texts, none
 
 
-def append_series(folder, names):
-    """Add names to folder/series after what it lists; never drop a line."""
-    series_file = Path(folder) / "series"
-    old = series_file.read_text() if series_file.exists() else ""
-    listed = {line.split("#", 1)[0].strip() for line in old.splitlines()}
+def series_names(text: str) -> list[str]:
+    """The patches a quilt series file lists, in order (comments and options dropped)."""
+    names = []
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            names.append(words[0])
+    return names
+
+
+def series_after(old: str, names: list[str]) -> str:
+    """A series file with names added after what it lists; no line dropped."""
+    listed = set(series_names(old))
     new = [n for n in names if n not in listed]
-    if new:
-        series_file.write_text(old + ("" if not old or old.endswith("\n") else "\n")
-                               + "".join(f"{n}\n" for n in new))
+    if not new:
+        return old
+    return old + ("" if not old or old.endswith("\n") else "\n") + "".join(f"{n}\n" for n in new)
 
 
-def export(tree, letter, folder, mail=False, identity=None):
-    """Write the layer's patches (or stable mails) to folder; returns
-    (LayerPatch, paths written, {fix: why it got no mail})."""
-    folder = Path(folder)
-    debian = debian_patches.is_debian_patches(folder)
-    generated = engine.generate(tree, letter)
-    written = patches(tree, generated, letter, identity, debian)
-    mailed, none = {}, {}
-    if mail:
-        mailed, none = mails(tree, generated, letter, identity)
-        # a fix with no stable branch to send to: the distribution patch only
-        written = {name: text for (name, text), fp in zip(written.items(), generated.carried)
-                   if fp.fix.name in none}
-    texts = {**mailed, **written}
-    taken = [name for name in texts if (folder / name).exists()]
-    if taken:
-        raise InputError(f"{folder / taken[0]} exists: the layer was exported there before; "
-                         "remove it first")
-    for name, text in texts.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    if written and debian:
-        series_file = folder / "series"
-        old = series_file.read_text() if series_file.exists() else ""
-        series_file.write_text(debian_patches.listed(old, list(written)))
-    elif written:
-        append_series(folder, list(written))
-    return generated, [folder / name for name in texts], none
+def _read(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() and not path.is_symlink() else None
 
 
-def apply(tree, letter, log, identity=None):
-    """Push the layer onto tree with quilt; returns (LayerPatch, patch paths)."""
+def _snapshot(root: Path, rels: list[str]) -> dict[str, str | None]:
+    """Checksums of files under root (None: absent), and of every file in
+    the folders named, to say "unchanged" only after comparing them."""
+    found: dict[str, str | None] = {}
+    for rel in rels:
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            for sub in sorted(path.rglob("*")):
+                if sub.is_file() and not sub.is_symlink():
+                    found[str(sub.relative_to(root))] = sha256(sub.read_bytes())
+        else:
+            data = _read(path)
+            found[rel] = sha256(data) if data is not None else None
+    return found
+
+
+def _unchanged(root: Path, before: dict[str, str | None], rels: list[str]) -> str:
+    after = _snapshot(root, rels)
+    if after == before:
+        return f"{root} is unchanged (checksums of {len(before)} files compared)"
+    differ = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return f"{root} differs from before the run in {', '.join(differ)}"
+
+
+def _quilt_state(tree: Path) -> list[str]:
+    """The tree's quilt series as quilt has it applied; refuses a state this
+    run could not push only its own patches onto."""
+    pc = tree / PC
+    for name, wanted in ((".quilt_patches", PATCHES), (".quilt_series", "series")):
+        data = _read(pc / name)
+        if data is not None and data.decode(errors="replace").strip() != wanted:
+            raise InputError(f"{pc / name}: this tree's quilt uses "
+                             f"{data.decode(errors='replace').strip()!r}, taintport writes "
+                             f"{wanted!r}: push the layer by hand (--export DIR)")
+    series = _read(tree / PATCHES / "series")
+    listed = series_names(series.decode(errors="replace")) if series else []
+    applied_data = _read(pc / "applied-patches")
+    applied = applied_data.decode(errors="replace").split() if applied_data else []
+    if listed[:len(applied)] != applied:
+        raise InputError(f"{pc / 'applied-patches'}: quilt's applied patches are not the "
+                         f"start of {tree / PATCHES / 'series'}: fix the quilt state first")
+    unapplied = listed[len(applied):]
+    if unapplied:
+        raise InputError(f"{tree / PATCHES / 'series'} lists patches quilt has not applied: "
+                         f"{', '.join(unapplied)}; taintport pushes only its own patches, "
+                         "after every listed one: push them (quilt push -a) or take them "
+                         "out of the series first; nothing was written")
+    return listed
+
+
+def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path) -> list[Change]:
+    """Every file quilt writes when it pushes the layer's patches, pushed on a
+    scratch copy of what it reads and checked against the layer's result."""
+    with tempfile.TemporaryDirectory(prefix="taintport-apply-") as scratch_name:
+        scratch = Path(scratch_name)
+        copied = [f"{PATCHES}/series", *(f"{PC}/{n}" for n in QUILT_STATE), *layer.after]
+        for rel in copied:
+            data = _read(tree / rel)
+            if data is not None:
+                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+                (scratch / rel).write_bytes(data)
+        for name, text in texts.items():
+            (scratch / PATCHES / name).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / PATCHES / name).write_text(text)
+        series = scratch / PATCHES / "series"
+        series.write_text(series_after(series.read_text() if series.exists() else "",
+                                       list(texts)))
+        for name in texts:
+            proc = quilt(scratch, ["push", "--fuzz=0", name], PATCHES, log, check=False)
+            if proc.returncode != 0:
+                raise InputError(f"quilt could not push {name} with --fuzz=0 onto a copy of "
+                                 f"{tree}'s files (see {log}): "
+                                 + (proc.stdout + proc.stderr).strip().splitlines()[-1])
+        wrong = [rel for rel, text in layer.after.items()
+                 if (scratch / rel).read_text() != text]
+        applied = (scratch / PC / "applied-patches").read_text().split()
+        if wrong or applied[-len(texts):] != list(texts):
+            raise InputError(f"quilt's result on a copy of {tree}'s files is not the layer's "
+                             f"(in {', '.join(wrong) or PC + '/applied-patches'}); "
+                             "nothing was written")
+        changes = []
+        for path in sorted(p for p in scratch.rglob("*") if p.is_file()):
+            rel = str(path.relative_to(scratch))
+            data = path.read_bytes()
+            if _read(tree / rel) != data:
+                info = path.stat()
+                changes.append(Change(rel, data, info.st_mode & 0o777, info.st_mtime))
+        return changes
+
+
+def apply(tree: Path, params: Params, log: Path, identity: Identity | None = None) -> Carried:
+    """Push the layer onto tree with quilt, all or nothing (the module's doc)."""
     require("quilt", "quilt")
     tree = Path(tree)
     if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
         raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
-    generated, texts = carried(tree, letter, identity)
+    recovered = recover(tree)
+    watched = sorted({rel for spec in fixes.PIECES for rel in spec.paths}
+                     | {PATCHES, PC, JOURNAL})
+    before = _snapshot(tree, watched)
+    try:
+        _quilt_state(tree)
+        layer = engine.generate(tree, fixes.FIXES, params)
+        texts = patch_texts(layer, tree, identity)
+        if not texts:
+            return Carried(layer, (), recovered)
+        taken = [name for name in texts if (tree / PATCHES / name).exists()]
+        if taken:
+            raise InputError(f"{tree / PATCHES / taken[0]} exists: the layer was exported or "
+                             "applied here before; pop and remove it first")
+        commit(tree, _staged(tree, texts, layer, log))
+    except TaintportError as err:
+        raise InputError(f"{err}\n{_unchanged(tree, before, watched)}") from None
+    return Carried(layer, tuple(tree / PATCHES / name for name in texts), recovered)
+
+
+def export(tree: Path, params: Params, folder: Path, mail: bool = False,
+           identity: Identity | None = None) -> Carried:
+    """Write the layer's patches (or stable mails) into folder, all or nothing."""
+    folder = Path(folder)
+    debian = debian_patches.is_debian_patches(folder)
+    layer = engine.generate(tree, fixes.FIXES, params)
+    written = patch_texts(layer, tree, identity, debian)
+    mailed: dict[str, str] = {}
+    none: dict[str, str] = {}
+    if mail:
+        mailed, none = mails(tree, layer, identity)
+        # a fix with no stable branch to send to: the distribution patch only
+        written = {name: text for (name, text), fp in zip(written.items(), layer.carried)
+                   if fp.fix.name in none}
+    texts = {**mailed, **written}
     if not texts:
-        return generated, []
-    patches = tree / "patches"
-    taken = [name for name in texts if (patches / name).exists()]
-    if taken:
-        raise InputError(f"{patches / taken[0]} exists: the layer was exported or applied "
-                         "here before; pop and remove it first")
-    series_file = patches / "series"
-    had_patches, had_series = patches.exists(), series_file.exists()
-    old_series = series_file.read_text() if had_series else None
-    for name, text in texts.items():
-        (patches / name).parent.mkdir(parents=True, exist_ok=True)
-        (patches / name).write_text(text)
-    append_series(patches, list(texts))
-    env = {"QUILT_PATCHES": "patches", "LC_ALL": "C"}
-    pushed = 0
-    for name in texts:
-        proc = run(["quilt", "--quiltrc=-", "push", "--fuzz=0", name], stage="apply",
-                   cwd=tree, env=env, log=log, check=False)
-        if proc.returncode != 0:
-            for _ in range(pushed):
-                run(["quilt", "--quiltrc=-", "pop", "-f"], stage="apply", cwd=tree, env=env,
-                    log=log, check=False)
-            # undo everything this call wrote
-            if not had_patches:
-                shutil.rmtree(patches)
-            else:
-                for written in texts:
-                    (patches / written).unlink(missing_ok=True)
-                if had_series:
-                    series_file.write_text(old_series)
-                else:
-                    series_file.unlink()
-            raise InputError(f"{tree}: quilt could not push {name} with --fuzz=0; the tree "
-                             f"is unchanged (see {log})")
-        pushed += 1
-    return generated, [patches / name for name in texts]
+        return Carried(layer, (), no_mail=none)
+    made = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{folder}: cannot create it ({err.strerror}); nothing was written") \
+            from None
+    try:
+        recovered = recover(folder)
+        # the same export again (a rerun after a kill) writes nothing new
+        taken = [name for name in texts if (folder / name).exists()
+                 and _read(folder / name) != texts[name].encode()]
+        if taken:
+            raise InputError(f"{folder / taken[0]} exists: the layer was exported there "
+                             "before; remove it first")
+        changes = [Change(name, text.encode()) for name, text in texts.items()
+                   if _read(folder / name) != text.encode()]
+        if written:
+            old = _read(folder / "series")  # a link is refused by the journal
+            # bytes that are not UTF-8 in the user's series come back as they were
+            kept = old.decode("utf-8", "surrogateescape") if old is not None else ""
+            listed = (debian_patches.listed(kept, list(written)) if debian
+                      else series_after(kept, list(written)))
+            series = listed.encode("utf-8", "surrogateescape")
+            if series != old:
+                changes.append(Change("series", series))
+        if changes:
+            commit(folder, changes)
+    except TaintportError:
+        if made:
+            _remove_if_empty(folder)
+        raise
+    return Carried(layer, tuple(folder / name for name in texts), recovered, none)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """The export folder this run created, when a failure left it empty."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass  # not empty, or already gone: it stays as it is

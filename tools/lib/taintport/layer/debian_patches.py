@@ -9,7 +9,7 @@ appended to the series, as a quilt series of one's own expects.
 """
 from pathlib import Path
 
-from taintport.layer.engine import FixPatch
+from taintport.layer.model import FixPatch
 
 MISC = "# Miscellaneous bug fixes"
 BUGFIX = "bugfix/all/"

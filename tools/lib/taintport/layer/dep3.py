@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport.errors import InputError
-from taintport.layer.engine import FixPatch
+from taintport.layer.model import FixPatch, PieceState
 from taintport.process import require, run
 from taintport.tree import versions
 
@@ -71,56 +71,45 @@ def git_identity(where: Path) -> Identity | None:
     return parse_identity(f"{values[0]} <{values[1]}>", "git config user.name/user.email")
 
 
-@dataclass(frozen=True)
-class Upstream:
-    """What semantic-patches/<fix>.toml says of the upstream commit(s)."""
-    commit: str
-    also: tuple[str, ...]
-    release: str
-    author: str
-    date: str
-    subject: str
-    message: str          # the whole message after the subject, trailers included
-    folded: str           # what a note says of the commits in `also`
-    stable: str           # why a stable tree should take it
-
-    @property
-    def url(self) -> str:
-        return COMMIT_URL + self.commit
-
-    @property
-    def signers(self) -> tuple[str, ...]:
-        return tuple(SIGNER.findall(self.message))
+def url(fix_patch: FixPatch) -> str:
+    return COMMIT_URL + fix_patch.fix.commit
 
 
-def upstream(fix_patch: FixPatch) -> Upstream:
-    info = fix_patch.fix.info
-    up, patch = info["upstream"], info["patch"]
-    return Upstream(commit=up["commit"], also=tuple(up.get("also", ())),
-                    release=up["release"], author=up["author"], date=up.get("date", ""),
-                    subject=up["subject"], message=up["body"].strip("\n"),
-                    folded=patch.get("folded", ""), stable=patch.get("stable", "").strip())
+def upstream_message(fix_patch: FixPatch) -> str:
+    """The whole message after the subject, trailers included."""
+    return fix_patch.fix.info.upstream.body.strip("\n")
+
+
+def signers(fix_patch: FixPatch) -> tuple[str, ...]:
+    return tuple(SIGNER.findall(upstream_message(fix_patch)))
+
+
+def with_params(text: str, fix_patch: FixPatch) -> str:
+    """text with the values the fix was carried with ({letter})."""
+    for name, value in fix_patch.params.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def word_for_word(fix_patch: FixPatch) -> bool:
     """The change is upstream's commit as it is: one commit, all of it, every
     hunk its text."""
-    return not (fix_patch.adapted or upstream(fix_patch).also or
-                any(p.state == "present" for p in fix_patch.pieces))
+    return not (fix_patch.adapted or fix_patch.fix.info.upstream.also or
+                any(p.state is PieceState.PRESENT for p in fix_patch.pieces))
 
 
 def touched(diff: str) -> list[str]:
     return re.findall(r"^\+\+\+ b/(\S+)", diff, re.M)
 
 
-def reasons(fix_patch: FixPatch, letter: str) -> list[str]:
+def reasons(fix_patch: FixPatch) -> list[str]:
     """Why the change is not upstream's word for word, one reason each."""
-    up = upstream(fix_patch)
+    info = fix_patch.fix.info
     said = []
-    if up.also:
-        said.append(up.folded.replace("{letter}", letter) if up.folded else
-                    "with " + ", ".join(sha[:12] for sha in up.also) + " folded in")
-    kept = [p for p in fix_patch.pieces if p.state == "present"]
+    if info.upstream.also:
+        said.append(with_params(info.folded, fix_patch) if info.folded else
+                    "with " + ", ".join(sha[:12] for sha in info.upstream.also) + " folded in")
+    kept = [p for p in fix_patch.pieces if p.state is PieceState.PRESENT]
     if kept:
         files = touched(fix_patch.diff)
         named = ", ".join(files[:-1]) + " and " + files[-1] if len(files) > 1 else files[0]
@@ -130,44 +119,42 @@ def reasons(fix_patch: FixPatch, letter: str) -> list[str]:
     return said
 
 
-def note(fix_patch: FixPatch, series: str, identity: Identity | None, letter: str) -> str:
+def note(fix_patch: FixPatch, series: str, identity: Identity | None) -> str:
     """[Name: Backported to 6.1: why] (modifying-patches.rst, as the Debian kernel
     team writes it), wrapped with one-space continuation lines; "" for a change
     that is upstream's word for word."""
     if word_for_word(fix_patch):
         return ""
     who = f"{identity.name}: " if identity else ""
-    return "[" + wrap(f"{who}Backported to {series}: " + "; ".join(reasons(fix_patch, letter)),
+    return "[" + wrap(f"{who}Backported to {series}: " + "; ".join(reasons(fix_patch)),
                       WIDTH, " ") + "]"
 
 
 def origin(fix_patch: FixPatch) -> str:
     kind = "upstream" if word_for_word(fix_patch) else "backport"
-    return f"{kind}, {upstream(fix_patch).url}"
+    return f"{kind}, {url(fix_patch)}"
 
 
-def message(fix_patch: FixPatch, series: str, identity: Identity | None, letter: str) -> str:
+def message(fix_patch: FixPatch, series: str, identity: Identity | None) -> str:
     """Upstream's message, then the backport note and the sender's Signed-off-by."""
-    up = upstream(fix_patch)
-    lines = [up.message]
-    backport = note(fix_patch, series, identity, letter)
+    lines = [upstream_message(fix_patch)]
+    backport = note(fix_patch, series, identity)
     if backport:
         lines.append(backport)
-    if identity and (backport or str(identity) not in up.signers):
+    if identity and (backport or str(identity) not in signers(fix_patch)):
         lines.append(f"Signed-off-by: {identity}")
     return "\n".join(lines) + "\n"
 
 
-def patch_file(fix_patch: FixPatch, series: str, identity: Identity | None,
-               letter: str = "E") -> str:
+def patch_file(fix_patch: FixPatch, series: str, identity: Identity | None) -> str:
     """The DEP-3 quilt patch of one fix for a tree of `series` ("6.1"): the
     kernel team's cherry-pick shape, Origin and Forwarded in the first header."""
-    up = upstream(fix_patch)
+    up = fix_patch.fix.info.upstream
     head = [f"From: {up.author}"] + ([f"Date: {up.date}"] if up.date else [])
     # Forwarded: the change is upstream's; nothing is left to forward upstream
     head += [f"Subject: {up.subject}", f"Origin: {origin(fix_patch)}",
              "Forwarded: not-needed", ""]
-    return ("\n".join(head) + "\n" + message(fix_patch, series, identity, letter)
+    return ("\n".join(head) + "\n" + message(fix_patch, series, identity)
             + SEPARATOR + fix_patch.diff)
 
 
@@ -177,26 +164,26 @@ def affected(fix_patch: FixPatch) -> list[str]:
             for v in versions.all_versions() if fix_patch.fix.name not in v.ships]
 
 
-def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, index: dict[str, str],
-         letter: str = "E") -> str:
+def mail(fix_patch: FixPatch, branch: str, identity: Identity | None,
+         index: dict[str, str]) -> str:
     """One fix as a mail for the stable list, `git format-patch` shaped, for a
     stable branch ("6.1.y"): To the list, Cc upstream's author and signers;
     below the --- why a stable tree should take it; `index` lines
     ({path: "old..new mode"}) so `git am -3` can fall back to a merge."""
-    up = upstream(fix_patch)
+    up = fix_patch.fix.info.upstream
     sender = str(identity) if identity else None
-    cc = [who for who in dict.fromkeys([up.author, *up.signers]) if who != sender]
+    cc = [who for who in dict.fromkeys([up.author, *signers(fix_patch)]) if who != sender]
     head = [f"From {up.commit} Mon Sep 17 00:00:00 2001", f"From: {up.author}"]
     head += [f"Date: {up.date}"] if up.date else []
     head += [f"Subject: [PATCH {branch}] {up.subject}", f"To: {STABLE_LIST}"]
     head += ["Cc: " + ",\n ".join(cc)] if cc else []
-    why = [up.stable] if up.stable else []
+    why = [fix_patch.fix.info.stable] if fix_patch.fix.info.stable else []
     kernels = affected(fix_patch)
     if kernels:
         why.append(wrap("Distribution kernels that ship without it (booted, the bug seen): "
                         + ", ".join(kernels) + ".", WIDTH, ""))
     return ("\n".join(head) + "\n\n" + f"commit {up.commit} upstream.\n\n"
-            + message(fix_patch, branch.removesuffix(".y"), identity, letter)
+            + message(fix_patch, branch.removesuffix(".y"), identity)
             + SEPARATOR + "".join(part + "\n\n" for part in why)
             + diffstat(fix_patch.diff) + "\n\n" + git_diff(fix_patch.diff, index))
 

@@ -1,491 +1,254 @@
-"""The taintport layer engine: a family of upstream fixes, carried onto any tree.
+"""The layer engine: a family of upstream fixes, judged and carried by spatch.
 
-A fix (tools/lib/taintport/layer/fixes/<name>.py, with its semantic patches and
-patch header under semantic-patches/) is a list of pieces. Each piece knows
-the files it lives in, recognises its shapes there (present, missing or
-conflicting), and is fixed by a semantic patch, a re-layout of what spatch
-added, and sometimes a scripted text edit SmPL cannot express. The engine
-never names a fix: it finds every piece, carries the missing ones fix after
-fix on a scratch copy (spatch must prove that the rule for the recognised
-shape fired), checks that each piece is then present, and returns one diff
-per fix, in upstream order. A fix a tree already has gives an empty diff
-("already upstream"); a fix a tree cannot have ("not applicable", with the
-reason) is left out. Anything unexpected raises LayerError.
+The caller hands the engine the fixes (taintport.layer.fixes.FIXES, or some
+of them); the engine never names one. Each piece is judged by its semantic
+patch (spatch.py: present, missing or conflicting, at file:line), or, for a
+piece no semantic patch can see, by the fix's own judge. generate() carries
+the missing pieces fix after fix on a scratch copy: spatch fixes the code,
+the piece's re-layout may change whitespace only (checked token by token),
+a scripted edit may touch what SmPL cannot, and the semantic patches must
+then judge every piece present. The result is one -p1 diff per fix, in
+upstream order. A fix a tree already has gives an empty diff ("already
+upstream"); a fix a tree cannot have is left out, with the reason ("not
+applicable"). Anything unexpected raises LayerError, before any file of the
+tree is written: the engine only reads the tree.
 """
 import difflib
-import re
-import shutil
-import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Sequence
 
-from taintport import REPO
-from taintport.errors import InputError
+from taintport.layer import sources, spatch
+from taintport.layer.model import (Fix, FixInspection, FixPatch, LayerError, LayerPatch,
+                                   Params, Piece, PieceSpec, PieceState, resolve_params)
+from taintport.layer.relayout import same_code
 
-SEMANTIC_PATCHES = REPO / "semantic-patches"
-SPATCH_TIMEOUT = 600
-TAB = 8
-
-
-class LayerError(InputError):
-    """A piece of the layer cannot be carried onto this tree."""
-
-    def __init__(self, piece, path, expected):
-        self.piece = piece
-        self.path = str(path)
-        self.expected = expected
-        super().__init__(f"layer piece {piece}: {self.path}: expected {expected}")
+JOBS = 2  # spatch runs at once: the machines the layer runs on have two cores
 
 
-@dataclass(frozen=True)
-class Piece:
-    name: str
-    shape: str
-    path: str
-    line: int
-    state: str  # "present", "missing" or "conflicting"
+def _from_verdicts(spec: PieceSpec, rel: str, verdicts: Sequence[spatch.Verdict]) -> Piece:
+    for kind, state in (("taken", PieceState.CONFLICTING), ("present", PieceState.PRESENT),
+                        ("missing", PieceState.MISSING)):
+        mine = sorted((v for v in verdicts if v.kind == kind), key=lambda v: v.span.line)
+        if mine:
+            detail = "; ".join(dict.fromkeys(v.message for v in mine if v.message))
+            return Piece(spec.name, rel, mine[0].span.line, state, detail, mine[0].span)
+    raise AssertionError("a verdict of no kind")  # VERDICT matches only these three
 
 
-class Finding(NamedTuple):
-    """What a recogniser saw: the piece, and why it conflicts (if it does)."""
-    piece: Piece
-    conflict: str = ""
-    rules: frozenset = frozenset()   # spatch rules that must fire to fix it
-
-
-def keep_spatch_output(piece, before, after):
-    """The default re-layout: spatch's own output is already right."""
-    return after
-
-
-@dataclass(frozen=True)
-class PieceSpec:
-    name: str
-    paths: tuple[str, ...]          # where to look, first claim wins
-    expected: str                   # what an unknown shape lacks
-    recognise: Callable             # (text, path, letter) -> Finding | None
-    cocci: str = ""                 # semantic patch, if SmPL does it
-    relayout: Callable = keep_spatch_output
-    scripted: Callable | None = None  # text edits SmPL cannot do
-    conflict: str = ""              # what must be free for the piece, said on a conflict
-
-
-@dataclass(frozen=True)
-class Fix:
-    """One upstream fix of the family: its pieces and its patch header data."""
-    name: str
-    pieces: tuple[PieceSpec, ...]
-    info: dict                      # semantic-patches/<name>.toml
-    # (read) -> "" when the tree can have the bug, else why it cannot;
-    # read(rel) gives a file's text or None
-    applies: Callable = field(default=lambda read: "")
-    # (missing piece) -> "" when the hunk is upstream's text, else what was adapted
-    adaptation: Callable = field(default=lambda piece: "")
-
-    @property
-    def order(self):
-        return self.info["order"]
-
-    @property
-    def commit(self):
-        return self.info["upstream"]["commit"]
-
-    @property
-    def release(self):
-        return self.info["upstream"]["release"]
-
-    @property
-    def patch_name(self):
-        return self.info["patch"]["name"]
-
-
-@dataclass(frozen=True)
-class FixPatch:
-    """What the layer does for one fix on one tree."""
-    fix: Fix
-    pieces: tuple[Piece, ...]
-    diff: str = ""
-    not_applicable: str = ""        # why this tree cannot have the bug
-    adapted: tuple[str, ...] = ()   # how the hunk departs from upstream's text
-
-    @property
-    def state(self):
-        if self.not_applicable:
-            return "not applicable"
-        return "carried" if self.diff else "already upstream"
-
-
-@dataclass(frozen=True)
-class LayerPatch:
-    diff: str                       # the whole layer: original -> every fix
-    patches: tuple[FixPatch, ...]
-
-    @property
-    def pieces(self):
-        return tuple(p for fp in self.patches for p in fp.pieces)
-
-    @property
-    def empty(self):
-        return self.diff == ""
-
-    @property
-    def carried(self):
-        return tuple(fp for fp in self.patches if fp.diff)
-
-    @property
-    def summary(self):
-        """One line for logs and reports."""
-        words = []
-        for fp in self.patches:
-            if fp.state == "carried":
-                missing = [p.name for p in fp.pieces if p.state == "missing"]
-                words.append(f"{fp.fix.name}: carried {', '.join(missing)}")
-            elif fp.state == "not applicable":
-                words.append(f"{fp.fix.name}: not applicable")
-            else:
-                words.append(f"{fp.fix.name}: already upstream")
-        if self.empty and all(fp.state == "already upstream" for fp in self.patches):
-            return "already upstream"
-        return "; ".join(words)
-
-
-def _fixes(names=None):
-    from taintport.layer.fixes import FIXES  # the fixes import this engine
-    if names is None:
-        return FIXES
-    return tuple(f for f in FIXES if f.name in names)
-
-
-def _spec(name):
-    from taintport.layer.fixes import SPEC
-    return SPEC[name]
-
-
-# ---------------------------------------------------------- recogniser tools
-
-def line_of(text, offset):
-    return text.count("\n", 0, offset) + 1
-
-
-def finding(name, shape, path, text, offset, state, conflict="", rules=()):
-    return Finding(Piece(name, shape, path, line_of(text, offset), state),
-                   conflict, frozenset(rules))
-
-
-# Whitespace, blank lines and comments between two tokens of a matched block:
-# SmPL's "..." and token matching skip them, so the recognisers must too.
-GAP = r"(?:\s|/\*.*?\*/|//[^\n]*)*"
-
-
-def mask(text):
-    """The tolerated-taints mask of tracing: (shape, offset of its '~(',
-    offset of its closing ')', its terms). The mask is returned by
-    trace_module_has_bad_taint() (v3.15, and 3.10/3.14 stable) or tested
-    inline in tracepoint_module_coming() (3.10)."""
-    fn = re.search(rf"^bool trace_module_has_bad_taint\(struct module \*\w+\)\n\{{{GAP}"
-                   r"return \w+->taints & ~\(", text, re.M | re.S)
-    shape = "trace_module_has_bad_taint()"
-    if not fn:
-        fn = re.search(r"^\tif \(\w+->taints & ~\(", text, re.M)
-        shape = "tracepoint_module_coming() inline mask"
-    if not fn:
-        return None
-    start = fn.end() - 1
-    depth = 0
-    for end in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[end], 0)
-        if depth == 0:
-            break
-    terms = re.findall(r"\(1 << (TAINT_\w+)\)", text[start:end])
-    return shape, start, end, terms
-
-
-# ------------------------------------------------------------- whitespace work
-
-TOKEN = re.compile(r"""^[ \t]*#[ \t]*\w+|'(?:\\.|[^'\\])'|"(?:\\.|[^"\\])*"|\w+|->|<<|>>|\+\+|\S""",
-                   re.M)
-
-
-def tokens(text):
-    return [(m.start(), m.end(), m.group(0).strip()) for m in TOKEN.finditer(text)]
-
-
-def _skeleton(words):
-    return tuple("W" if re.fullmatch(r"\w+", w) else
-                 "C" if w.startswith("'") else
-                 "S" if w.startswith('"') else w for w in words)
-
-
-def column(text):
-    col = 0
-    for ch in text:
-        col = (col // TAB + 1) * TAB if ch == "\t" else col + 1
-    return col
-
-
-def render_like(anchor, words):
-    """Lay out words (one line's tokens) the way anchor lays out its own.
-
-    Spacing inside a field is copied; a gap that holds a tab is an alignment
-    gap and is refilled with tabs (then spaces) up to the anchor's column, at
-    least one tab. This is how the kernel aligns its tables and #defines.
-    """
-    toks = tokens(anchor)
-    out = anchor[:toks[0][0]]
-    for i, word in enumerate(words):
-        out += word
-        if i + 1 == len(words):
-            break
-        gap = anchor[toks[i][1]:toks[i + 1][0]]
-        if "\t" not in gap:
-            out += gap
-            continue
-        target = column(anchor[:toks[i + 1][0]].rsplit("\n", 1)[-1])
-        line = out.rsplit("\n", 1)[-1]
-        fill = ""
-        while (column(line + fill) // TAB + 1) * TAB <= target:
-            fill += "\t"
-        fill += " " * max(0, target - column(line + fill))
-        out += fill or "\t"
-    return out + anchor[toks[-1][1]:]
-
-
-def relayout_like_neighbours(piece, before, after):
-    """Re-lay out the lines spatch added to before so they look like their
-    neighbours. Only whitespace changes: each added line is spatch's own
-    tokens rendered like an anchor line with the same token skeleton (the
-    line it replaced, or one just above it)."""
-    old, new = before.splitlines(True), after.splitlines(True)
-    out = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if op == "equal":
-            out += old[i1:i2]
-        if op in ("equal", "delete"):
-            continue
-        anchors = old[i1:i2] + old[max(0, i1 - 8):i1][::-1]
-        words = [w for _, _, w in tokens("".join(new[j1:j2]))]
-        while words:
-            for anchor in anchors:
-                n = len(tokens(anchor))
-                if n and _skeleton(words[:n]) == _skeleton(w for _, _, w in tokens(anchor)):
-                    out.append(render_like(anchor, words[:n]))
-                    words = words[n:]
-                    break
-            else:
-                raise LayerError(piece.name, piece.path,
-                                 "spatch output laid out like its neighbours, got: "
-                                 + "".join(new[j1:j2]).strip())
-    return "".join(out)
-
-
-def offset_of_line(text, line):
-    offset = 0
-    for _ in range(line - 1):
-        offset = text.index("\n", offset) + 1
-    return offset
-
-
-def check_letter(letter):
-    if not re.fullmatch(r"[A-Z]", letter):
-        raise LayerError("letter", "-D letter", f"one capital letter, got {letter!r}")
-
-
-# ------------------------------------------------------------------ recognition
-
-def _find(spec, read, letter):
-    """The Finding for one piece; an unknown shape is missing."""
-    for rel in spec.paths:
-        text = read(rel)
-        if text is not None:
-            found = spec.recognise(text, rel, letter)
+def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params: Params,
+            patch: bool) -> tuple[Piece, frozenset[str], Path | None]:
+    """(the piece as judged, the rules that fired, spatch's output) on the
+    tree at root (files already checked); with patch, spatch also carries a
+    missing piece in the same run, into the output file."""
+    candidates = spec.candidates(version)
+    existing = [rel for rel in candidates if (root / rel).is_file()]
+    if spec.judge is not None:
+        for rel in existing:
+            found = spec.judge((root / rel).read_text(), rel, params)
             if found:
-                return found
-    present = [rel for rel in spec.paths if read(rel) is not None]
-    if not present:
-        return Finding(Piece(spec.name, "file not found", spec.paths[-1], 0, "missing"))
-    return Finding(Piece(spec.name, "unknown", present[0], 0, "missing"))
+                return found, frozenset(), None
+    else:
+        # one run per file: spatch matches the files of one run as one group,
+        # where a rule that matched in one file changes what another may match
+        for rel in existing:
+            out = (root / rel).with_name(f"{Path(rel).name}.spatch-out") if patch else None
+            said = spatch.run(spec.cocci, [rel], root, params, spec.name, out=out)
+            if said.verdicts:
+                return _from_verdicts(spec, rel, said.verdicts), said.fired, out
+    own = candidates[0] if version is not None or not existing else existing[0]
+    if own in existing:
+        return Piece(spec.name, own, 0, PieceState.UNRECOGNISED, spec.expected), frozenset(), None
+    return Piece(spec.name, own, 0, PieceState.NO_FILE, "file not found"), frozenset(), None
 
 
-def reader(tree):
-    tree = Path(tree)
-
-    def read(rel):
-        path = tree / rel
-        return path.read_text(errors="replace") if path.is_file() else None
-    return read
+def judge(spec: PieceSpec, root: Path, version: tuple[int, int] | None,
+          params: Params) -> Piece:
+    """The state of one piece in the tree at root (files already checked)."""
+    return _judged(spec, root, version, params, patch=False)[0]
 
 
-@dataclass(frozen=True)
-class FixState:
-    """inspect()'s view of one fix in one tree."""
-    fix: Fix
-    pieces: tuple[Piece, ...]
-    not_applicable: str = ""
-
-    @property
-    def state(self):
-        if self.not_applicable:
-            return "not applicable"
-        states = {p.state for p in self.pieces}
-        if "conflicting" in states:
-            return "conflicting"
-        return "missing" if "missing" in states else "present"
+def _judge_all(specs: Sequence[PieceSpec], root: Path, version: tuple[int, int] | None,
+               params: Params) -> tuple[Piece, ...]:
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        return tuple(pool.map(lambda spec: judge(spec, root, version, params), specs))
 
 
-def inspect_fixes(tree=None, letter="E", read=None, fixes=None) -> list[FixState]:
-    """Every fix, each piece with its shape, file:line and state in tree."""
-    check_letter(letter)
-    read = read or reader(tree)
+def _own_params(fix: Fix, params: Params) -> dict[str, str]:
+    return {p.name: params[p.name] for p in fix.params}
+
+
+def _checked_texts(root: Path, fixes: Sequence[Fix]) -> dict[str, str]:
+    """Every file a piece of these fixes can live in that the tree has, read
+    and checked (no link, UTF-8, LF): refused here, before anything runs."""
+    texts: dict[str, str] = {}
+    for fix in fixes:
+        for spec in fix.pieces:
+            for rel in spec.paths:
+                if rel not in texts:
+                    text = sources.read_text(root, rel, spec.name)
+                    if text is not None:
+                        texts[rel] = text
+    return texts
+
+
+def _check_root(tree: Path) -> Path:
+    root = Path(tree)
+    if not root.is_dir():
+        raise LayerError("tree", str(tree), "a folder holding a kernel source tree; "
+                         "no such folder")
+    return root
+
+
+def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
+            ) -> list[FixInspection]:
+    """Every fix, each piece with its file:line and state in tree (only read)."""
+    root = _check_root(tree)
+    values = resolve_params(tuple(fixes), params or {})
+    texts = _checked_texts(root, fixes)
+    version = sources.kernel_version(root)
     out = []
-    for fix in _fixes(fixes):
-        why = fix.applies(read)
-        pieces = tuple(_find(spec, read, letter).piece for spec in fix.pieces)
-        out.append(FixState(fix, pieces, why))
+    for fix in fixes:
+        why = fix.applies(texts.get)
+        pieces = _judge_all(fix.pieces, root, version, _own_params(fix, values))
+        out.append(FixInspection(fix, pieces, why))
     return out
 
 
-def inspect(tree: Path, letter: str = "E") -> list[Piece]:
-    """Every piece of every fix, in order."""
-    return [p for fs in inspect_fixes(tree, letter) for p in fs.pieces]
+def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
+    if piece.state is PieceState.NO_FILE:
+        raise LayerError(piece.name, piece.path, f"the file ({spec.expected}); file not found")
+    if piece.state is PieceState.UNRECOGNISED:
+        raise LayerError(piece.name, piece.path, spec.expected)
+    if piece.state is PieceState.CONFLICTING:
+        raise LayerError(piece.name, f"{piece.path}:{piece.line}",
+                         f"room for the fix, but {piece.detail}")
 
 
-# -------------------------------------------------------------------- spatch
-
-# spatch embeds the python3 it finds on PATH unless told which: ours is
-# Debian's (a pyenv shim first on PATH also cost a second per run).
-SPATCH_PYTHON = ("--python", "/usr/bin/python3")
-SPATCH_FAILURES = ("EXN", "An error occurred", "semantic error", "parse error:",
-                   "Fatal error", "Traceback")
-
-
-def _spatch(spec, piece, path, letter):
-    """Run spec's semantic patch on path in place; return the rules that fired.
-
-    -D taintport turns on the files' "taintport: fired <rule>" lines, which a
-    plain spatch or coccicheck run never prints."""
-    out = path.with_name("spatch-out-" + path.name)
-    cmd = ["spatch", *SPATCH_PYTHON, "--sp-file", str(SEMANTIC_PATCHES / spec.cocci),
-           "-D", "patch", "-D", "taintport", "-D", f"letter={letter}",
-           "--no-includes", "--include-headers", "--very-quiet", "-o", str(out), str(path)]
+def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None,
+                 params: Params) -> tuple[Piece, str]:
+    """One piece judged and, when missing, carried onto its file in scratch,
+    in one spatch run; returns the piece as it was judged and the
+    adaptation note of its re-layout ("" when laid out as upstream's)."""
+    piece, fired, out = _judged(spec, scratch, version, params, patch=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SPATCH_TIMEOUT)
-    except FileNotFoundError:
-        raise LayerError(piece.name, piece.path, "spatch installed (Debian: coccinelle)") from None
-    except subprocess.TimeoutExpired:
-        raise LayerError(piece.name, piece.path, f"spatch to finish in {SPATCH_TIMEOUT}s") from None
-    # spatch exits 0 even when a file failed to transform: read what it said.
-    said = proc.stdout + proc.stderr
-    failed = [line for line in said.splitlines() if any(f in line for f in SPATCH_FAILURES)]
-    if proc.returncode != 0 or failed:
-        raise LayerError(piece.name, piece.path,
-                         f"spatch {spec.cocci} to run cleanly, got: "
-                         + ("; ".join(failed) or f"exit {proc.returncode}"))
-    if out.exists():
-        shutil.move(out, path)
-    return {m.group(1) for m in re.finditer(r"^taintport: fired (\w+) ", proc.stdout, re.M)}
+        if piece.state is not PieceState.MISSING:
+            return piece, ""
+        path = scratch / piece.path
+        before = path.read_text()
+        text, note = before, ""
+        if spec.cocci:
+            after = out.read_text() if out is not None and out.exists() else before
+            if not fired or after == before:
+                raise LayerError(piece.name, piece.path,
+                                 f"a rule of {spec.cocci} to fix the place it reported "
+                                 f"(line {piece.line}); fired: {sorted(fired) or 'none'}")
+            relaid = spec.relayout(piece, before, after)
+            if not same_code(relaid.text, after):
+                raise LayerError(piece.name, piece.path,
+                                 "a re-layout of spatch's output that changes whitespace only")
+            text, note = relaid.text, relaid.note
+        if spec.scripted is not None:
+            text = spec.scripted(piece, text, params)
+        path.write_text(text)
+        return piece, note
+    finally:
+        if out is not None:
+            out.unlink(missing_ok=True)
 
 
-def _fix_piece(spec, found, path, letter):
-    """Carry one missing piece onto the file at path (a scratch copy)."""
-    piece = found.piece
-    before = path.read_text()
-    text = before
-    if spec.cocci:
-        fired = _spatch(spec, piece, path, letter)
-        if fired != found.rules:
-            raise LayerError(piece.name, piece.path,
-                             f"spatch rules {sorted(found.rules)} to fire for shape "
-                             f"'{piece.shape}', fired: {sorted(fired) or 'none'}")
-        text = spec.relayout(piece, before, path.read_text())
-    if spec.scripted:
-        text = spec.scripted(piece, text, letter)
-    path.write_text(text)
+def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
+               params: Params) -> tuple[tuple[Piece, ...], tuple[str, ...]]:
+    """Every piece of fix judged and, when missing, carried onto scratch;
+    then every piece carried judged present. Returns the pieces as they were judged
+    and the adaptation notes; LayerError on anything else."""
+    # pieces that can live in the same file one after the other, the others at once
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, spec in enumerate(fix.pieces):
+        groups.setdefault(spec.paths, []).append(i)
+    done: dict[int, tuple[Piece, str]] = {}
+
+    def carry_group(indices: list[int]) -> None:
+        for i in indices:
+            done[i] = _carry_piece(fix.pieces[i], scratch, version, params)
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        list(pool.map(carry_group, groups.values()))
+    carried = [done[i] for i in range(len(fix.pieces))]
+    pieces = tuple(piece for piece, _ in carried)
+    for spec, piece in zip(fix.pieces, pieces):
+        _refuse_unknown(spec, piece)
+    # judged again: every piece carried (the others' code is as it was judged:
+    # each change is spatch's, checked token by token, at its own place)
+    again = [spec for spec, piece in zip(fix.pieces, pieces)
+             if piece.state is PieceState.MISSING]
+    if again:
+        for after in _judge_all(again, scratch, version, params):
+            if after.state is not PieceState.PRESENT:
+                raise LayerError(after.name, after.path, "the piece present after patching, "
+                                 f"found {after.state.value}"
+                                 + (f" ({after.detail})" if after.detail else ""))
+    return pieces, tuple(note for _, note in carried if note)
 
 
-def _claim(spec, tree, rel, letter):
-    found = spec.recognise((tree / rel).read_text(), rel, letter)
-    if not found:
-        raise LayerError(spec.name, rel, spec.expected)
-    return found
-
-
-def _carry(scratch, findings, letter):
-    """Fix every missing piece in scratch, then prove each is present."""
-    for found in findings:
-        piece = found.piece
-        spec = _spec(piece.name)
-        if piece.shape == "file not found":
-            raise LayerError(piece.name, piece.path, f"the file ({spec.expected}); "
-                             "file not found")
-        if piece.shape == "unknown":
-            raise LayerError(piece.name, piece.path, spec.expected)
-        if piece.state == "conflicting":
-            raise LayerError(piece.name, f"{piece.path}:{piece.line}",
-                             f"{spec.conflict.format(letter=letter)}, but {found.conflict}")
-    for found in findings:
-        if found.piece.state == "missing":
-            _fix_piece(_spec(found.piece.name), found, scratch / found.piece.path, letter)
-    for found in findings:
-        after = _claim(_spec(found.piece.name), scratch, found.piece.path, letter)
-        if after.piece.state != "present":
-            raise LayerError(found.piece.name, found.piece.path,
-                             f"the piece present after patching, found {after.piece.state}")
-
-
-def transform(name: str, text: str, letter: str = "E") -> str:
-    """One piece applied to one file's text (what the fixtures test)."""
-    check_letter(letter)
-    spec = _spec(name)
-    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch:
-        rel = spec.paths[-1]
-        target = Path(scratch) / rel
-        target.parent.mkdir(parents=True)
-        target.write_text(text)
-        _carry(Path(scratch), [_claim(spec, Path(scratch), rel, letter)], letter)
-        return target.read_text()
-
-
-def generate(tree: Path, letter: str = "E", fixes=None) -> LayerPatch:
+def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None) -> LayerPatch:
     """The layer for tree: one -p1 unified diff per fix, in upstream order.
 
     tree is only read: the work happens on a scratch copy of the files the
     pieces live in, each fix on top of the ones before it. All or nothing:
     either every diff or LayerError.
     """
-    check_letter(letter)
-    tree = Path(tree)
-    chosen = _fixes(fixes)
-    files = sorted({rel for fix in chosen for spec in fix.pieces for rel in spec.paths
-                    if (tree / rel).is_file()})
+    root = _check_root(tree)
+    values = resolve_params(tuple(fixes), params or {})
+    texts = _checked_texts(root, fixes)
+    version = sources.kernel_version(root)
     with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch_name:
         scratch = Path(scratch_name)
-        for rel in files:
+        for rel, text in texts.items():
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(tree / rel, scratch / rel)
+            (scratch / rel).write_text(text)
         patches = []
-        for fix in chosen:
-            read = reader(scratch)
-            why = fix.applies(read)
-            findings = [_find(spec, read, letter) for spec in fix.pieces]
-            pieces = tuple(found.piece for found in findings)
+        for fix in fixes:
+            own = _own_params(fix, values)
+            before = {rel: (scratch / rel).read_text() for rel in texts}
+            why = fix.applies(before.get)
             if why:
-                patches.append(FixPatch(fix, pieces, not_applicable=why))
+                pieces = _judge_all(fix.pieces, scratch, version, own)
+                patches.append(FixPatch(fix, pieces, own, not_applicable=why))
                 continue
-            before = {rel: (scratch / rel).read_text() for rel in files}
-            _carry(scratch, findings, letter)
+            pieces, adapted = _carry_fix(fix, scratch, version, own)
             diff = "".join(_unified(rel, before[rel], (scratch / rel).read_text())
-                           for rel in files)
-            adapted = tuple(note for note in (fix.adaptation(p) for p in pieces
-                                              if p.state == "missing") if note)
-            patches.append(FixPatch(fix, pieces, diff, adapted=adapted))
-        diff = "".join(_unified(rel, (tree / rel).read_text(), (scratch / rel).read_text())
-                       for rel in files)
-    return LayerPatch(diff, tuple(patches))
+                           for rel in sorted(texts))
+            patches.append(FixPatch(fix, pieces, own, diff, adapted=adapted))
+        after = {rel: (scratch / rel).read_text() for rel in texts}
+    changed = {rel: text for rel, text in after.items() if text != texts[rel]}
+    diff = "".join(_unified(rel, texts[rel], changed[rel]) for rel in sorted(changed))
+    return LayerPatch(diff, tuple(patches), changed)
 
 
-def _unified(rel, before, after):
+def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None = None) -> str:
+    """The piece called name carried onto one file's text (what the fixtures
+    test): the file sits where the oldest layout keeps it."""
+    fix = next(f for f in fixes if any(s.name == name for s in f.pieces))
+    spec = next(s for s in fix.pieces if s.name == name)
+    values = _own_params(fix, resolve_params(tuple(fixes), params or {}))
+    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch_name:
+        scratch = Path(scratch_name)
+        rel = spec.paths[-1]
+        target = scratch / rel
+        target.parent.mkdir(parents=True)
+        target.write_text(sources.decode(text.encode(), rel, spec.name))
+        piece, _ = _carry_piece(spec, scratch, None, values)
+        _refuse_unknown(spec, piece)
+        if piece.state is PieceState.MISSING:
+            after = judge(spec, scratch, None, values)
+            if after.state is not PieceState.PRESENT:
+                raise LayerError(after.name, after.path, "the piece present after patching, "
+                                 f"found {after.state.value}")
+        return target.read_text()
+
+
+def _unified(rel: str, before: str, after: str) -> str:
     if before == after:
         return ""
     lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True),

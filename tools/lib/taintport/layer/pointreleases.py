@@ -23,12 +23,13 @@ from typing import Callable, Iterator
 
 from taintport.cache import Cache, scratch, sweep
 from taintport.errors import InputError, RunError, TaintportError
-from taintport.layer import engine, fixes, regen
+from taintport.layer import engine, fixes, model, regen
 from taintport.process import stop_all
-from taintport.tree import fetch, series
+from taintport.tree import fetch, series, variants
 from taintport.tree.versions import Source, Version
 
-PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths})
+# the files the pieces can live in, and the Makefile that says which (the version)
+PIECE_FILES = sorted({rel for spec in fixes.PIECES for rel in spec.paths} | {"Makefile"})
 SOURCE_PACKAGE = re.compile(r"^linux-source-\d+\.\d+$")
 SCRATCH = ".layer-"
 
@@ -155,7 +156,7 @@ def read(cache: Cache, offer: Offer, quilt: series.Series | None, log: Path,
 def judge(pieces: Pieces, quilt: series.Series | None, name: str, log: Path) -> str:
     """The layer's verdict on the upload as shipped, and on its full pre-fix state."""
     with pieces.done:
-        as_shipped = engine.generate(pieces.tree)
+        as_shipped = engine.generate(pieces.tree, fixes.FIXES)
         verdict = as_shipped.summary
         if quilt:
             verdict += "; " + full_state(pieces.tree, quilt, name, as_shipped, log)
@@ -186,19 +187,20 @@ def check_one(cache: Cache, template: Version, published: fetch.Published, log: 
                                            as_version(offer).name, log), time.monotonic())
 
 
-def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: engine.LayerPatch,
+def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: model.LayerPatch,
                log: Path) -> str:
     """The whole layer on this point release brought to the full pre-fix state
     by the pinned version's reverted-full/: byte-identical to it as shipped,
     or why it could not be checked (an error when the layer got it wrong)."""
-    ships = [fp.fix.name for fp in as_shipped.patches if fp.state == "already upstream"]
+    ships = [fp.fix.name for fp in as_shipped.patches
+             if fp.outcome is model.Outcome.ALREADY_UPSTREAM]
     shipped = {rel: (tree / rel).read_bytes() for rel in sorted(regen.full_state_files(quilt))
                if (tree / rel).is_file()}
     try:
         full = regen.on_full_state(shipped, quilt, name, ships, log)
     except regen.DoesNotApply as err:
-        return (f"full pre-fix state not checked: {series.FULL}/ of {quilt.directory.name} does not "
-                f"apply ({str(err).splitlines()[0]})")
+        return (f"full pre-fix state not checked: {variants.table().full_state().folders} "
+                f"of {quilt.directory.name} does not apply ({str(err).splitlines()[0]})")
     return f"full pre-fix state: identical in {len(full.compared)} files"
 
 

@@ -11,11 +11,11 @@ when that page changes. The short-lived stable series between longterm ones
 are left out: each ends within weeks of the next mainline release, so no
 fix a distribution still carries can be meant for one.
 """
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from taintport.errors import InputError
+from taintport.layer.sources import kernel_version
 
 AS_OF = "2026-12-04"
 SOURCE = "https://www.kernel.org/releases.html"
@@ -44,14 +44,10 @@ def numbers(series: str) -> tuple[int, ...]:
 
 def tree_series(tree: Path) -> str:
     """"6.1" from a tree's top Makefile (VERSION, PATCHLEVEL)."""
-    try:
-        text = (Path(tree) / "Makefile").read_text(errors="replace")
-    except OSError as err:
-        raise InputError(f"{tree}/Makefile: cannot read: {err.strerror}") from None
-    found = dict(re.findall(r"^(VERSION|PATCHLEVEL) = (\d+)$", text, re.M))
-    if len(found) != 2:
+    version = kernel_version(tree)
+    if version is None:
         raise InputError(f"{tree}/Makefile: no VERSION and PATCHLEVEL lines")
-    return f"{found['VERSION']}.{found['PATCHLEVEL']}"
+    return f"{version[0]}.{version[1]}"
 
 
 def branch(series: str, release: str) -> str | None:

@@ -1,16 +1,17 @@
 """A cell after its verdict, and a run of cells: typed values, JSON only at the edge.
 
 Everything after the verdict (the matrix, `taintport boot`, the reports,
-merge, compare, --resume) handles these, never the JSON: `as_json` is the one
-way a cell reaches a file, and `reader.Reader` the one way it comes back
-(checked field by field). docs/report-schema.md describes the JSON.
+merge, compare, --resume) handles these, never the JSON: schema.py writes
+them to a file and reads them back, field by field; docs/report-schema.md
+describes the JSON.
 """
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from taintport.judge.verdict import Check, FixState, Status
 from taintport.kernel.boot import Accel
+from taintport.tree.variants import Variant
 
 # a check's expected/observed as KTAP says it; None: the agent never reported it
 WORDS = {True: "ok", False: "not ok", None: "missing"}
@@ -19,7 +20,6 @@ STAGES = ("fetch", "apply", "build", "kvm_probe", "initramfs", "boot")
 # tuxrun's exit codes: a known bug of a shipped tree is what the run set out to show
 EXIT_MEANING = {0: "every cell as expected", 1: "a kernel behaved unexpectedly",
                 2: "the run itself broke"}
-JSON = Any  # what json.loads gives: validated by reader.Reader before it becomes a value
 
 
 def word(value: bool | None) -> str:
@@ -50,7 +50,7 @@ class Timings:
     def total(self) -> float:
         return sum(seconds for _, seconds in self.items())
 
-    def as_json(self) -> dict[str, float]:
+    def by_stage(self) -> dict[str, float]:
         return dict(self.items())
 
 
@@ -78,30 +78,12 @@ class Inputs:
     sources_sha256: str | None = None   # the C files the series touches, as built
     bzimage_sha256: str | None = None   # after the build
     # what an older run recorded that this one does not (semantic_patches_sha256)
-    other: dict[str, JSON] = field(default_factory=dict)
+    other: dict[str, object] = field(default_factory=dict)
 
     @property
     def upload(self) -> str:
         """The upload as reports name it: bookworm-security 6.1.192-3."""
         return f"{self.suite} {self.package_version}".strip()
-
-    def as_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "other":
-                out.update(value)
-            elif f.name in ("binaries", "shipped_sha256") and not value:
-                continue  # a built variant's inputs (and key) stay as they were
-            elif value is not None and (value != "" or f.name in ("package",
-                                                                  "package_version")):
-                out[f.name] = list(value) if isinstance(value, list) else value
-        return out
-
-    def keyed(self) -> dict[str, JSON]:
-        """The part of the inputs a cell's key is hashed from."""
-        return {k: v for k, v in self.as_json().items()
-                if k not in ("sources_sha256", "bzimage_sha256")}
 
 
 @dataclass(frozen=True)
@@ -122,7 +104,7 @@ class Logs:
 @dataclass
 class Cell:
     version: str
-    variant: str
+    variant: Variant
     logs: Logs
     status: Status = Status.ERROR
     fixes: dict[str, FixState] = field(default_factory=dict)
@@ -138,17 +120,17 @@ class Cell:
     key: str | None = None          # --resume keeps the cell only while its inputs give this
     reused: bool = False            # copied from a stored cell with the same key
     resumed: bool = False           # kept from the folder --resume names
-    reused_from: str | None = None  # byte-identical variant whose build and boot it took
+    reused_from: Variant | None = None  # byte-identical variant whose build and boot it took
     fault: str | None = None        # taintport.fault=<name> ran: a harness test, not a kernel's result
 
     @classmethod
-    def new(cls, version: str, variant: str, fixes: dict[str, FixState]) -> "Cell":
+    def new(cls, version: str, variant: Variant, fixes: dict[str, FixState]) -> "Cell":
         """A cell before anything ran: an error until a verdict says otherwise."""
-        return cls(version, variant, Logs.of(version, variant), fixes=dict(fixes))
+        return cls(version, variant, Logs.of(version, variant.name), fixes=dict(fixes))
 
     @property
     def where(self) -> tuple[str, str]:
-        return self.version, self.variant
+        return self.version, self.variant.name
 
     @property
     def failing(self) -> list[Check]:
@@ -162,30 +144,6 @@ class Cell:
     def missing_fixes(self) -> list[str]:
         return [fix for fix, state in self.fixes.items() if state is FixState.MISSING]
 
-    def as_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {
-            "version": self.version, "variant": self.variant, "status": self.status.value,
-            "fixes": {fix: state.value for fix, state in self.fixes.items()},
-            "errors": list(self.errors), "checks": [c.as_dict() for c in self.checks],
-            "timings": self.timings.as_json(), "accelerator": self.accelerator,
-            "kernel_release": self.kernel_release,
-            **({"kernel_version": self.kernel_version} if self.kernel_version else {}),
-            "inputs": self.inputs.as_json() if self.inputs else {},
-            "qemu_exit_code": self.qemu_exit_code,
-            "logs": {"build": self.logs.build, "console": self.logs.console}}
-        if self.panic:
-            out["panic"] = list(self.panic)
-        for flag in ("reused", "resumed"):
-            if getattr(self, flag):
-                out[flag] = True
-        if self.reused_from:
-            out["reused_from"] = self.reused_from
-        if self.fault:
-            out["fault"] = self.fault
-        if self.key:
-            out["key"] = self.key
-        return out
-
 
 def exit_code(cells: Sequence[Cell]) -> int:
     """The one place a run's exit code comes from: 2 when the run broke (or
@@ -198,10 +156,6 @@ def exit_code(cells: Sequence[Cell]) -> int:
     return 0
 
 
-def accelerator_json(accel: Accel | None) -> dict[str, str] | None:
-    return {"name": accel.name, "reason": accel.reason} if accel else None
-
-
 @dataclass
 class Run:
     """One source run of a merged document (`report merge`)."""
@@ -211,11 +165,6 @@ class Run:
     accelerator: Accel | None
     exit_code: int
     cells: list[str]   # version/variant
-
-    def as_json(self) -> dict[str, JSON]:
-        return {"dir": self.dir, "started": self.started, "tools": dict(self.tools),
-                "accelerator": accelerator_json(self.accelerator),
-                "exit_code": self.exit_code, "cells": list(self.cells)}
 
 
 # The faults the agent can be told to inject (taintport-agent.c, inject_fault()),
@@ -231,9 +180,6 @@ def fault_in(cmdline: str) -> str | None:
     return None
 
 
-SCHEMA = "taintport-matrix/1"
-
-
 @dataclass
 class Matrix:
     """matrix.json: a run's cells, or several runs' (merged: `runs` says whose)."""
@@ -242,7 +188,7 @@ class Matrix:
     tools: dict[str, str] = field(default_factory=dict)
     accelerator: Accel | None = None
     runs: list[Run] = field(default_factory=list)
-    schema: str = SCHEMA
+    schema: str | None = None  # the file's layout (schema.SCHEMA); None: this one
 
     @property
     def exit_code(self) -> int:
@@ -250,21 +196,8 @@ class Matrix:
 
     def run_of(self, cell: Cell) -> "Run | Matrix":
         """The run a cell came from: its entry in `runs`, or the document itself."""
-        key = f"{cell.version}/{cell.variant}"
+        key = f"{cell.version}/{cell.variant.name}"
         return next((run for run in self.runs if key in run.cells), self)
 
     def all_runs(self) -> "list[Run | Matrix]":
         return list(self.runs) or [self]
-
-    def as_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"schema": self.schema}
-        if self.runs:
-            out["started"] = self.started
-            out["runs"] = [run.as_json() for run in self.runs]
-        else:
-            out.update(started=self.started, tools=dict(self.tools))
-            if self.accelerator:
-                out["accelerator"] = accelerator_json(self.accelerator)
-        out["exit_code"] = self.exit_code
-        out["cells"] = [cell.as_json() for cell in self.cells]
-        return out

@@ -2,18 +2,16 @@
 
 compare: the cells whose status changed between two matrix documents,
 regressions first. merge: the results folders of CI jobs that each ran some
-kernels, as one matrix document (and one folder, with copy_logs).
+kernels, as one matrix document (and one folder, with folder.copy_logs).
 """
-import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
 from taintport.errors import InputError
 from taintport.judge.verdict import Status
-from taintport.results import render
+from taintport.results import folder
 from taintport.results.cells import Cell, Matrix, Run
-from taintport.tree import series
+from taintport.tree import variants
 
 KINDS = ("regression", "fix", "change")
 
@@ -24,6 +22,12 @@ class Change(NamedTuple):
     old: Status | None  # None: the cell was not in that run
     new: Status | None
     kind: str
+
+    @property
+    def worse(self) -> bool:
+        """The cell became unexpected or an error, or went missing: what fails
+        `report compare` (exit 1), whatever it was before."""
+        return not sound(self.new)
 
     def __str__(self) -> str:
         old = self.old.value if self.old else "absent"
@@ -51,9 +55,9 @@ def statuses(doc: Matrix) -> dict[tuple[str, str], Status]:
 
 
 def order(key: tuple[str, str]) -> tuple[str, int, str]:
+    """Per version, the variants in the table's order."""
     version, variant = key
-    rank = series.MATRIX.index(variant) if variant in series.MATRIX else len(series.MATRIX)
-    return version, rank, variant
+    return version, variants.table().index(variants.named(variant)), variant
 
 
 def compare(old_doc: Matrix, new_doc: Matrix) -> list[Change]:
@@ -75,38 +79,21 @@ def merge(dirs: Sequence[Path | str]) -> Matrix:
     runs: list[Run] = []
     cells: list[Cell] = []
     seen: dict[tuple[str, str], Path | str] = {}
-    for folder in dirs:
-        doc = render.load(folder)
+    for source in dirs:
+        doc = folder.load_matrix(source)
         if doc.runs:  # already merged: its sources stay as they were recorded
             runs += doc.runs
         else:
-            runs.append(Run(dir=str(folder), started=doc.started, tools=doc.tools,
+            runs.append(Run(dir=str(source), started=doc.started, tools=doc.tools,
                             accelerator=doc.accelerator, exit_code=doc.exit_code,
                             cells=[f"{c.version}/{c.variant}" for c in doc.cells]))
         for cell in doc.cells:
             if cell.where in seen:
                 raise InputError(f"{cell.version} {cell.variant} is in both "
-                                 f"{seen[cell.where]} and {folder}; merge each cell once")
-            seen[cell.where] = folder
+                                 f"{seen[cell.where]} and {source}; merge each cell once")
+            seen[cell.where] = source
             cells.append(cell)
     if not runs:
         raise InputError("nothing to merge: no results folders given")
     started = [r.started for r in runs if r.started]
     return Matrix(cells=cells, started=min(started) if started else None, runs=runs)
-
-
-def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
-    """Copy each source's per-version folders into out, so the cells' log paths hold there.
-
-    Version names were checked when each matrix.json was read; links are not
-    followed (a job's artifact must not copy the host's files into the report)."""
-    for folder in dirs:
-        for version in {c.version for c in render.load(folder).cells}:
-            source = Path(folder) / version
-            if source.is_dir() and not source.is_symlink():
-                shutil.copytree(source, Path(out) / version, dirs_exist_ok=True,
-                                ignore=links)
-
-
-def links(folder: str, entries: list[str]) -> list[str]:
-    return [name for name in entries if os.path.islink(os.path.join(folder, name))]

@@ -9,19 +9,15 @@ URLs lead.
 import hashlib
 from pathlib import Path
 
-from taintport.cache import write_atomic
-from taintport.errors import InputError
-from taintport.results import reader
+from taintport.errors import InputError, OutputError
+from taintport.results import folder
 from taintport.results.cells import Matrix
 from taintport.results.reports import htmlpage, junit, kcidb, summary
 from taintport.tree import series
 
 Patches = dict[str, dict[str, str]]  # {version: {"group/name.patch": text}}
-
-
-def load(results_dir: Path | str) -> Matrix:
-    """matrix.json of a results folder, checked field by field (reader.load_matrix)."""
-    return reader.load_matrix(results_dir)
+# the largest quilt patch the page shows (the layer's are a few KiB)
+MAX_PATCH = 1 << 20
 
 
 def read_patches(doc: Matrix, quilt_dir: Path = series.QUILT_DIR) -> Patches:
@@ -31,9 +27,9 @@ def read_patches(doc: Matrix, quilt_dir: Path = series.QUILT_DIR) -> Patches:
         for name, digest in (cell.inputs.series if cell.inputs else {}).items():
             path = Path(quilt_dir) / cell.version / name
             try:
-                data = path.read_bytes()
-            except OSError:
-                continue
+                data = folder.read_bytes(path, MAX_PATCH)
+            except (OSError, InputError):
+                continue  # not the file the run applied: the page shows none
             if hashlib.sha256(data).hexdigest() == digest:
                 found.setdefault(cell.version, {})[name] = data.decode(errors="replace")
     return found
@@ -45,24 +41,38 @@ def write_patches(out_dir: Path, patches: Patches) -> None:
     for version, texts in patches.items():
         for name, text in texts.items():
             rel = kcidb.patch_path(version, name)
-            folder = Path(out_dir)
+            below = Path(out_dir)
             for part in Path(rel).parent.parts:
-                folder = folder / part
-                reader.inside(Path(out_dir), str(folder.relative_to(out_dir)),
+                below = below / part
+                folder.inside(Path(out_dir), str(below.relative_to(out_dir)),
                               f"{out_dir}: the copy of {name}")
-                folder.mkdir(exist_ok=True)
+                try:
+                    below.mkdir(exist_ok=True)
+                except OSError as err:
+                    raise OutputError(f"{below}: cannot make the folder: "
+                                      f"{err.strerror or err}") from None
             target = Path(out_dir) / rel
             if target.is_symlink():
                 raise InputError(f"{target}: a link where the copy of {name} goes")
-            write_atomic(target, text)
+            folder.write_text(target, text)
 
 
-def render_all(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> list[Path]:
-    """Write every report next to matrix.json (and the patches' copies); returns
-    the reports' paths."""
-    reports = {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
-               "index.html": htmlpage.render(doc, out_dir, patches)}
+def reports(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> dict[str, str]:
+    """{file name: text} of every report, made before any is written."""
+    return {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
+            "index.html": htmlpage.render(doc, out_dir, folder.read_log, patches)}
+
+
+def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
+            with_document: bool = False, artifacts_url: str | None = None) -> list[Path]:
+    """Every report (and matrix.json, with_document, its KCIDB view's URLs
+    leading to artifacts_url) made, then the patches' copies and each report
+    written next to matrix.json; returns the reports' paths. A report that
+    cannot be made (a log that is not a regular file) writes nothing."""
+    texts = reports(out_dir, doc, patches)
+    if with_document:
+        texts = {"matrix.json": folder.document(out_dir, doc, artifacts_url), **texts}
     write_patches(Path(out_dir), patches or {})
-    for name, text in reports.items():
-        write_atomic(Path(out_dir) / name, text)
-    return [Path(out_dir) / name for name in reports]
+    for name, text in texts.items():
+        folder.write_text(Path(out_dir) / name, text)
+    return [Path(out_dir) / name for name in texts if name != "matrix.json"]

@@ -1,33 +1,27 @@
-"""Results: one cell.json per cell, matrix.json for the run, a table on the terminal.
+"""What every report says of the cells: the table on the terminal, the known
+bugs, the distribution's binaries, the fixes' states; and clean text.
 
-Every file is written atomically after each cell, so an interrupted run keeps
-every cell it finished.
+Text from a results file (a console line, an error, a name) can hold
+terminal escapes: printable() is how any of it leaves the tool.
 """
-import json
+import re
 import sys
-from pathlib import Path
 from typing import Sequence, TextIO
 
-from taintport.cache import write_atomic
 from taintport.judge.verdict import FixState, Status
 from taintport.layer import fixes
-from taintport.results.cells import Cell, Matrix, exit_code
-from taintport.results.reader import printable
-from taintport.results.reports import kcidb
-from taintport.tree import series
+from taintport.results.cells import Cell, exit_code
+from taintport.tree.variants import Builder, Kind
+
+# C0 and C1 controls (but tab and newline), and the bidirectional overrides a
+# terminal or an editor would obey
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def write_cell(out: Path, cell: Cell) -> None:
-    write_atomic(Path(out) / cell.version / cell.variant / "cell.json",
-                 json.dumps(cell.as_json(), indent=2) + "\n")
-
-
-def write_document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> None:
-    """matrix.json, with its "kcidb" view computed from the cells; its URLs
-    lead where the folder is published (kcidb.artifacts)."""
-    data = doc.as_json()
-    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
-    write_atomic(Path(out) / "matrix.json", json.dumps(data, indent=2) + "\n")
+def printable(text: object) -> str:
+    """text as it may leave the tool: control characters shown, never obeyed."""
+    return UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                           else f"\\u{ord(m.group()):04x}", str(text))
 
 
 def summary_of(cell: Cell) -> str:
@@ -50,7 +44,7 @@ def known_bugs(cells: Sequence[Cell]) -> list[str]:
             continue
         for name in cell.missing_fixes():
             fix = fixes.BY_NAME.get(name)
-            what = (f"{fix.info['bug']} ({fix.commit[:12]}, {fix.release}, not in "
+            what = (f"{fix.info.bug} ({fix.commit[:12]}, {fix.release}, not in "
                     f"this tree; taintport carries it: the patched variant)"
                     if fix else f"fix {name} missing")
             lines.append(f"{cell.version} {cell.variant} ({as_shipped(cell)}): {what}")
@@ -72,13 +66,13 @@ def users_with_bugs(cells: Sequence[Cell]) -> list[str]:
         fix = fixes.BY_NAME.get(name)
         who = "; ".join(f"{release} ({', '.join(sorted(uploads))})"
                         for release, uploads in releases.items())
-        lines.append(f"{fix.info['bug'] if fix else f'fix {name} missing'}: the users of {who}")
+        lines.append(f"{fix.info.bug if fix else f'fix {name} missing'}: the users of {who}")
     return lines
 
 
 def as_shipped(cell: Cell) -> str:
     """Which build of the tree as shipped a cell booted, from which upload."""
-    if cell.variant == series.BINARY and cell.inputs:
+    if cell.variant.built_by is Builder.DISTRIBUTION and cell.inputs:
         return (f"the distribution's binary, {cell.inputs.package} "
                 f"{cell.inputs.package_version}"
                 + (f" from {cell.inputs.suite}" if cell.inputs.suite else ""))
@@ -93,7 +87,7 @@ def binaries(cells: Sequence[Cell]) -> list[str]:
     of its source, test by test."""
     lines = []
     for cell in cells:
-        if cell.variant != series.BINARY:
+        if cell.variant.built_by is not Builder.DISTRIBUTION:
             continue
         inputs = cell.inputs
         what = (f"{cell.version}: {inputs.package} {inputs.package_version} "
@@ -101,8 +95,8 @@ def binaries(cells: Sequence[Cell]) -> list[str]:
                 f"{(inputs.bzimage_sha256 or '-')[:16]})" if inputs else cell.version)
         if cell.kernel_version:
             what += f", uname -v \"{cell.kernel_version}\""
-        agree = next((c for c in cell.checks if c.name.startswith(f"{cell.variant}_agrees_with_")),
-                     None)
+        host = cell.variant.check(Kind.AGREES)
+        agree = next((c for c in cell.checks if host and c.name == host.name), None)
         if cell.status is Status.ERROR:
             lines.append(f"{what}: the run broke ({'; '.join(cell.errors)[:120]})")
         elif agree is None:
@@ -123,7 +117,7 @@ def fix_grid(cells: Sequence[Cell]) -> list[tuple[str, str, dict[str, FixState]]
     rows: dict[tuple[str, str], dict[str, FixState]] = {}
     for cell in cells:
         for fix, state in cell.fixes.items():
-            rows.setdefault((cell.version, fix), {})[cell.variant] = state
+            rows.setdefault((cell.version, fix), {})[cell.variant.name] = state
     return [(version, fix, states) for (version, fix), states in rows.items()]
 
 
@@ -145,7 +139,7 @@ def summary_text(cell: Cell) -> str:
                 + ", ".join(cell.missing_fixes()) + " fix missing")
     failing_ok = sum(1 for c in cell.checks if not c.expected)
     return (f"{len(cell.checks)} checks; {failing_ok} fail as expected (bug reproduced)"
-            if failing_ok and cell.variant == "reverted" else count)
+            if failing_ok and cell.variant.negative_control else count)
 
 
 def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:

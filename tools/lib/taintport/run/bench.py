@@ -30,17 +30,21 @@ import platform
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 from taintport import REPO, debversion
 from taintport.cache import Cache, write_atomic
 from taintport.errors import InputError, RunError
 from taintport.kernel import build
-from taintport.layer import engine
-from taintport.results import render
+from taintport.layer import engine, fixes
+from taintport.results import folder, render
+from taintport.results.cells import Cell
 from taintport.run.matrix import Runner
-from taintport.tree import fetch, series, versions
+from taintport.tree import fetch, series, variants, versions
+from taintport.tree.variants import Base
 from taintport.tree.versions import Version
 
 TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
@@ -58,14 +62,18 @@ TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
 SETTLE_SECONDS = 361
 
 
-def settle(say):
+Say = Callable[[str], None]
+T = TypeVar("T")
+
+
+def settle(say: Say) -> None:
     quiesce()
     say(f"bench: waiting {SETTLE_SECONDS} s after deleting the cache an interrupted run "
         "left, so the file system stops skipping the inodes it just freed")
     time.sleep(SETTLE_SECONDS)
 
 
-def quiesce():
+def quiesce() -> None:
     """Write out what earlier steps left in the page cache, outside any timing.
 
     An extraction leaves 1.1-1.8 GB of dirty pages, and a build more; written
@@ -76,7 +84,7 @@ def quiesce():
     os.sync()
 
 
-def fresh_cache(main, say, name="bench"):
+def fresh_cache(main: Cache, say: Say, name: str = "bench") -> Cache:
     bench = Cache(main.root / name)
     if bench.root.exists():
         shutil.rmtree(bench.root)
@@ -91,25 +99,26 @@ def fresh_cache(main, say, name="bench"):
     return bench
 
 
-def timed(func, *args):
+def timed(func: Callable[..., T], *args: object) -> tuple[T, float]:
     quiesce()
     start = time.monotonic()
     result = func(*args)
     return result, time.monotonic() - start
 
 
-def layer_seconds(cache, version):
+def layer_seconds(cache: Cache, version: Version) -> tuple[float, float]:
     """spatch on the reverted tree, plus quilt pushing the layer's patches."""
     tree = cache.tree(version)
     quilt_series = series.load(version.name)
     log = cache.root / "logs" / f"bench-layer-{version.name}.log"
-    series.switch(tree, quilt_series, "reverted", log)
-    _, spatch = timed(engine.generate, tree)
-    _, quilt = timed(series.switch, tree, quilt_series, "backported", log)
+    layered = variants.table().layer_on(Base.REVERTED)
+    series.switch(tree, quilt_series, variants.table().generated_on(layered), log)
+    _, spatch = timed(engine.generate, tree, fixes.FIXES)
+    _, quilt = timed(series.switch, tree, quilt_series, layered, log)
     return spatch, quilt
 
 
-def extract_seconds(cache, version):
+def extract_seconds(cache: Cache, version: Version) -> float:
     """One extraction alone (the matrix fetches ahead, so its own figure hides it).
 
     The copy stays until the bench ends: deleting it would slow what comes next.
@@ -121,18 +130,19 @@ def extract_seconds(cache, version):
     return seconds
 
 
-def solo_cold_build(cache, version):
+def solo_cold_build(cache: Cache, version: Version) -> float:
     """What a cell's build stage does (`taintport build`: the kernel, the test
     modules and the agent), from an empty folder, alone on the machine."""
     tree = cache.tree(version)
-    series.switch(tree, series.load(version.name), "upstream",
+    as_shipped = variants.table().as_shipped()
+    series.switch(tree, series.load(version.name), as_shipped,
                   cache.root / "logs" / "bench-solo.log")
-    folder = cache.root / "solo" / version.name
-    _, seconds = timed(build.build_variant, tree, folder / "build", version.name,
-                       folder / "artifacts" / "upstream",
+    solo = cache.root / "solo" / version.name
+    _, seconds = timed(build.build_variant, tree, solo / "build", version.name,
+                       solo / "artifacts" / as_shipped.name,
                        cache.root / "logs" / f"bench-solo-{version.name}.log",
                        build.default_jobs(), cache.root)
-    return seconds  # folder stays until the bench ends, like the extractions
+    return seconds  # solo stays until the bench ends, like the extractions
 
 
 # the series whose next upload phase 5 measures: its pin, and the upload of
@@ -173,7 +183,7 @@ def compiled(log: Path) -> int:
                if line.startswith("  CC "))
 
 
-def upload_cost(parent: Cache, version: Version, logs_to: Path, say=print,
+def upload_cost(parent: Cache, version: Version, logs_to: Path, say: Say = print,
                 name: str = "upload") -> UploadCost:
     """Phase 5, in a fresh cache of its own below parent (so nothing an earlier
     phase built is reused): the series built cold from the upload before the
@@ -187,20 +197,21 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say=print,
         for each in (before, version):
             fetch.fetch_deb(cache, each, logs / "bench-upload-fetch.log")
         say(f"bench phase 5: {version.name} cold at {before.upload}, ccache on")
+        as_shipped = variants.table().as_shipped()
         with cache.locked(version.name):
             quilt = series.load(version.name)
             tree = fetch.fetch(cache, before, logs / "bench-upload-fetch.log").tree
-            series.switch(tree, quilt, "upstream", logs / "bench-upload.log")
+            series.switch(tree, quilt, as_shipped, logs / "bench-upload.log")
             _, cold = timed(build.build_variant, tree, cache.build(before), version.name,
-                            cache.artifacts(before, "upstream"), logs / "bench-upload-cold.log",
+                            cache.artifacts(before, as_shipped.name), logs / "bench-upload-cold.log",
                             build.default_jobs(), cache.root)
             say(f"bench phase 5: moved to {version.upload}")
             fetched, extract = timed(fetch.fetch, cache, version,
                                      logs / "bench-upload-fetch.log")
-            series.switch(fetched.tree, quilt, "upstream", logs / "bench-upload.log")
+            series.switch(fetched.tree, quilt, as_shipped, logs / "bench-upload.log")
             move_log = logs / "bench-upload-move.log"
             _, again = timed(build.build_variant, fetched.tree, cache.build(version),
-                             version.name, cache.artifacts(version, "upstream"), move_log,
+                             version.name, cache.artifacts(version, as_shipped.name), move_log,
                              build.default_jobs(), cache.root)
         return UploadCost(before.upload, version.upload, cold, extract, again,
                           compiled(move_log))
@@ -212,7 +223,7 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say=print,
         shutil.rmtree(cache.root)
 
 
-def upload_cost_alone(main_cache: Cache, say=print) -> UploadCost:
+def upload_cost_alone(main_cache: Cache, say: Say = print) -> UploadCost:
     """`taintport bench --upload-cost`: phase 5 alone (main_cache/upload, the
     .debs linked in from main_cache); its logs in results/bench-upload-<time>/."""
     return upload_cost(main_cache, versions.select([UPLOAD_COST])[0],
@@ -239,15 +250,16 @@ and the CI pipelines).
 """
 
 
-def run(main_cache, chosen, out, parallel=2):
+def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) -> str:
     os.environ["CCACHE_DISABLE"] = "1"
     say = print
     cache = fresh_cache(main_cache, say)
     say("bench phase 1: the matrix, cold")
     runner = Runner(cache, out / "cold", parallel=parallel)
-    code, wall = timed(runner.run, chosen, list(series.VARIANTS))
+    built = list(variants.table().from_tree())
+    code, wall = timed(runner.run, chosen, built)
     cells = runner.ordered_cells()
-    render.render_all(out / "cold", render.load(out / "cold"))
+    render.publish(out / "cold", folder.load_matrix(out / "cold"))
     if code != 0:
         raise RunError("bench", f"the cold matrix did not come out as expected (exit {code}); "
                        f"see {out / 'cold'}")
@@ -262,18 +274,17 @@ def run(main_cache, chosen, out, parallel=2):
             solo[version.name] = solo_cold_build(cache, version)
             layers[version.name] = layer_seconds(cache, version)
     say("bench phase 3: rerun, nothing changed")
-    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen,
-                    list(series.VARIANTS))
+    _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen, built)
     say("bench phase 4: rerun after touching one semantic patch")
     os.utime(TOUCHED)
     _, touched = timed(Runner(cache, out / "touched", parallel=parallel).run, chosen,
-                       list(series.VARIANTS))
+                       built)
     say("bench phase 4b: rerun after editing one semantic patch")
     original = TOUCHED.read_bytes()
     try:
         TOUCHED.write_bytes(original + b"// bench: an edit that changes no rule\n")
         edited_runner = Runner(cache, out / "edited", parallel=parallel)
-        code, edited = timed(edited_runner.run, chosen, list(series.VARIANTS))
+        code, edited = timed(edited_runner.run, chosen, built)
     finally:
         TOUCHED.write_bytes(original)
     rerun = sum(1 for c in edited_runner.ordered_cells() if not c.reused)
@@ -294,12 +305,19 @@ def run(main_cache, chosen, out, parallel=2):
                  (edited, rerun), parallel, upload)
 
 
-def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, parallel,
-          upload=None):
-    by = {c.where: c.timings.as_json() for c in cells}
+def table(chosen: Sequence[Version], cells: Sequence[Cell], wall: float,
+          solo: dict[str, float], layers: dict[str, tuple[float, float]],
+          extracts: dict[str, float], warm: float, touched: float, edited: tuple[float, int],
+          parallel: int, upload: "UploadCost | None" = None) -> str:
+    built = [v.name for v in variants.table().from_tree()]
+    # the columns: our build of the tree as shipped, the negative control and
+    # the layer on it (the layer on the tree as shipped reuses that one)
+    layered = variants.table().layer_on(Base.REVERTED)
+    first, negative = variants.table().as_shipped(), variants.table().generated_on(layered)
+    by = {c.where: c.timings.by_stage() for c in cells}
     taken = {c.where: c.reused_from for c in cells if c.reused_from}
 
-    def rebuild(version, variant):
+    def rebuild(version: str, variant: str) -> str:
         """A rebuild's seconds, or whose build the cell took (backported on a
         tree that ships every fix is upstream's kernel)."""
         other = taken.get((version, variant))
@@ -308,19 +326,19 @@ def table(chosen, cells, wall, solo, layers, extracts, warm, touched, edited, pa
     rows = []
     naive = 0.0
     for v in chosen:
-        t = {var: by[(v.name, var)] for var in series.VARIANTS}
+        t = {var: by[(v.name, var)] for var in built}
         # a cell that reused another's build and boot (patched, and backported
         # where the tree ships every fix) has none of its own; the naive way
         # would have built and booted it like that one
-        boots = [t[var]["boot"] for var in series.VARIANTS if "boot" in t[var]]
-        dracut = [t[var]["initramfs"] for var in series.VARIANTS if "initramfs" in t[var]]
+        boots = [t[var]["boot"] for var in built if "boot" in t[var]]
+        dracut = [t[var]["initramfs"] for var in built if "initramfs" in t[var]]
         spatch, quilt = layers[v.name]
-        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t['upstream']['build']:.0f} | "
-                    f"{rebuild(v.name, 'reverted')} | {rebuild(v.name, 'backported')} | "
+        rows.append(f"| {v.name} | {solo[v.name]:.0f} | {t[first.name]['build']:.0f} | "
+                    f"{rebuild(v.name, negative.name)} | {rebuild(v.name, layered.name)} | "
                     f"{max(dracut):.1f} | {max(boots):.1f} | {spatch + quilt:.1f} "
                     f"({spatch:.1f} + {quilt:.1f}) | {extracts[v.name]:.1f} | "
-                    f"{t['upstream']['fetch']:.1f} |")
-        naive += len(series.VARIANTS) * (solo[v.name] + max(boots) + max(dracut)) \
+                    f"{t[first.name]['fetch']:.1f} |")
+        naive += len(built) * (solo[v.name] + max(boots) + max(dracut)) \
             + extracts[v.name]
     cold_sum = sum(solo.values())
     ratio = wall / cold_sum
@@ -341,7 +359,7 @@ the same checks expected; a rebuild column naming a variant is one of them).
 
 ## Per kernel (seconds)
 
-| kernel | cold build, alone | cold build, in the matrix | reverted rebuild | backported rebuild | initramfs (max) | boot + test (max) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
+| kernel | cold build, alone | cold build, in the matrix | {negative} rebuild | {layered} rebuild | initramfs (max) | boot + test (max) | layer: spatch + quilt | extract, alone | fetch, in the matrix |
 |---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
@@ -388,7 +406,7 @@ BENCHMARKS = REPO / "docs" / "benchmarks.md"
 KEPT = "<!-- Below this line: written by hand, kept by make bench. -->"
 
 
-def write(text, path=BENCHMARKS):
+def write(text: str, path: Path = BENCHMARKS) -> None:
     """The run's tables, then whatever the file held below KEPT."""
     try:
         old = path.read_text()

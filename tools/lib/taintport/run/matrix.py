@@ -2,9 +2,9 @@
 
 This module runs the workers; schedule.py says which kernel when, store.py
 keys, keeps and reuses cells, and stages.py is the chain each cell goes
-through. Per version: fetch once, then walk the variants in series order
-(upstream, reverted, backported, patched) on the same tree and build dir, so
-only the first variant pays for a full kernel build.
+through. Per version: fetch once, then walk the variants in the order of
+test-matrix/variants.toml on the same tree and build dir, so only the first
+variant pays for a full kernel build.
 """
 import threading
 import time
@@ -16,15 +16,17 @@ from taintport.cache import Cache
 from taintport.errors import TaintportError
 from taintport.judge import verdict
 from taintport.kernel import build
+from taintport.layer.ships import check_ships
 from taintport.process import STOPPING, stop_all
-from taintport.results import reader
 from taintport.results.cells import Cell, Inputs, exit_code
-from taintport.run import store
+from taintport.results.folder import Folder, unique_folder
+from taintport.run import sources, store
 from taintport.run import provoke  # test-only switch, kept apart from the pipeline's stages
 from taintport.run.progress import Progress
 from taintport.run.schedule import Schedule
-from taintport.run.stages import Built, Chain
-from taintport.tree import fetch, series, versions
+from taintport.run.stages import Built, Chain, expectations
+from taintport.tree import fetch, series
+from taintport.tree.variants import Kind, Variant, table
 from taintport.tree.versions import Version
 
 DEFAULT_TIMEOUT = 180
@@ -48,23 +50,20 @@ class Runner:
         self.keep = not fault
         self.reuse = reuse and not fault
         self.resume = resume
-        self.folder = store.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        self.folder = Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                    self.tools)
-        self.chain = Chain(cache, out, verdict.load(), self.progress,
+        self.chain = Chain(cache, out, expectations(), self.progress,
                            jobs=jobs or build.default_jobs(), timeout=timeout,
                            append=f"taintport.fault={fault}" if fault else "")
-        self.variants: list[str] = []
+        self.variants: list[Variant] = []
         self.schedule = Schedule(cache, out, self.parallel,
                                  lambda version: self.needs_work(version, self.variants))
 
-    def run(self, chosen: list[Version], variants: list[str]) -> int:
+    def run(self, chosen: list[Version], variants: list[Variant]) -> int:
         if self.resume:
             self.folder.read_earlier()
-        for variant in variants:
-            series.check_matrix_variant(variant)
-            self.chain.expectations.variant(variant)
-        ordered = self.variants = [v for v in series.MATRIX if v in variants]
-        self.folder.order = [(v.name, var) for v in chosen for var in ordered]
+        ordered = self.variants = [v for v in table().booted() if v in variants]
+        self.folder.order = [(v.name, var.name) for v in chosen for var in ordered]
         self.progress.total = len(self.folder.order)
         chosen = self.schedule.order(chosen)  # the report keeps the order asked for
         done = threading.Event()
@@ -94,10 +93,10 @@ class Runner:
         return self.folder.ordered_cells()
 
     def publish(self, cell: Cell) -> None:
-        expect = self.chain.expectations
-        other = expect.variant(cell.variant).agrees_with
-        if other:
-            self.chain.agree(cell, self.folder.published(cell.version, other))
+        check = cell.variant.check(Kind.AGREES)
+        if check is not None:
+            self.chain.agree(cell, self.folder.published(cell.version,
+                                                         table().named(check.peer)))
         cell = provoke.apply(self.provoked, cell)  # the caller stores its own, unprovoked
         self.folder.accelerator = self.chain.accel
         self.folder.publish(cell)
@@ -107,19 +106,20 @@ class Runner:
         # a cell published before its peer (taken from the store) is judged again
         for variant in self.variants:
             mine = self.folder.published(cell.version, variant)
-            if mine is not None and expect.variant(variant).agrees_with == cell.variant:
+            theirs = variant.check(Kind.AGREES)
+            if mine is not None and theirs is not None and theirs.peer == cell.variant.name:
                 self.chain.agree(mine, cell)
                 self.folder.publish(mine)
 
-    def needs_work(self, version: Version, variants: list[str]) -> bool:
+    def needs_work(self, version: Version, variants: list[Variant]) -> bool:
         """Whether a cell of the version still needs its source tree (the
         distribution's binary alone does not)."""
         try:
-            return any(t.variant != series.BINARY for t in self.plan(version, variants)[2])
+            return any(t.variant.from_tree for t in self.plan(version, variants)[2])
         except (TaintportError, OSError, ValueError):
             return True  # let the worker find and report it
 
-    def plan(self, version: Version, variants: list[str]) -> \
+    def plan(self, version: Version, variants: list[Variant]) -> \
             tuple[series.Series, list[store.Done], list[store.Todo]]:
         quilt_series = series.load(version.name, self.quilt_dir)
         done, todo = store.plan(version, quilt_series, variants, self.tools, self.timeout,
@@ -127,7 +127,7 @@ class Runner:
         return quilt_series, done, todo
 
     # -- one version's worker ------------------------------------------------
-    def run_version(self, version: Version, variants: list[str]) -> None:
+    def run_version(self, version: Version, variants: list[Variant]) -> None:
         self.schedule.take(version)
         try:
             with self.cache.locked(version.name):
@@ -135,7 +135,7 @@ class Runner:
         finally:
             self.schedule.mark_fetched(version)
 
-    def work(self, version: Version, variants: list[str]) -> None:
+    def work(self, version: Version, variants: list[Variant]) -> None:
         (self.folder.out / version.name).mkdir(parents=True, exist_ok=True)
         try:
             quilt_series, done, todo = self.plan(version, variants)
@@ -149,13 +149,13 @@ class Runner:
         tree: Path | None = None
         start = time.monotonic()
         # the distribution's binary alone needs no source tree (1-2 GB extracted)
-        if any(t.variant != series.BINARY for t in todo):
+        if any(t.variant.from_tree for t in todo):
             self.progress.stage(f"{version.name} {todo[0].variant}", "fetch")
             try:
                 fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
                                       "fetch.log")
                 self.schedule.mark_fetched(version)
-                versions.check_ships(version, fetched.tree)
+                check_ships(version, fetched.tree)
             except TaintportError as err:
                 if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
                     self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
@@ -167,7 +167,7 @@ class Runner:
         assert finished.stored is not None  # a Done is resumed or stored
         return self.stored.take(finished.stored, version.name, finished.variant)
 
-    def publish_errors(self, version: Version, cells: list[tuple[str, Inputs | None]],
+    def publish_errors(self, version: Version, cells: list[tuple[Variant, Inputs | None]],
                        err: TaintportError) -> None:
         for variant, cell_inputs in cells:
             cell = self.chain.new_cell(version, variant, cell_inputs)
@@ -176,7 +176,7 @@ class Runner:
 
     def walk_variants(self, version: Version, tree: Path | None, quilt_series: series.Series,
                       todo: list[store.Todo], fetch_seconds: float) -> None:
-        """Build each variant in series order; boot each beside the next one's build.
+        """Build each variant in table order; boot each beside the next one's build.
 
         A variant's initramfs and boot only read its own artifacts, so they
         run while the next variant switches the tree and starts its build
@@ -196,12 +196,10 @@ class Runner:
                     self.finish(item, cell)
                     continue
                 built: Built | None = None
+                source = sources.of(item.variant)
                 try:
-                    if item.variant == series.BINARY:
-                        built = self.chain.binary(version, cell)
-                    else:
-                        assert tree is not None  # fetched for every variant with a series
-                        built = self.chain.build(version, tree, quilt_series, cell)
+                    built = source.prepare(self.chain, version, tree, quilt_series, cell)
+                    if source.from_tree:  # the cost of a build of the kernel itself
                         self.schedule.record_cost(version, cell.timings.build)
                 except TaintportError as err:
                     if STOPPING.is_set():
@@ -213,14 +211,15 @@ class Runner:
 
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
                         cell: Cell, booting: list[Future[None]]) -> bool:
-        others = self.chain.expectations.variant(cell.variant).reuses
+        others = cell.variant.reuses
         if not others or not self.reuse_builds:
             return False
         for future in booting:
             future.result()  # the other cells are published when their boots end
         return self.chain.reuse_identical(
             version, tree, quilt_series, cell,
-            {other: self.folder.published(version.name, other) for other in others})
+            {other: self.folder.published(version.name, table().named(other))
+             for other in others})
 
     def boot_cell(self, item: store.Todo, cell: Cell, built: Built | None) -> None:
         """The artifacts half (initramfs, boot, verdict); then publish and store."""
@@ -241,4 +240,4 @@ class Runner:
 
 
 def default_out() -> Path:
-    return reader.unique_folder(REPO / "results", time.strftime("%Y%m%dT%H%M%S"))
+    return unique_folder(REPO / "results", time.strftime("%Y%m%dT%H%M%S"))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from taintport.cache import write_atomic
-from taintport.results.reader import printable
+from taintport.results.report import printable
 
 TICK = 1.0  # seconds between redraws of the status line (and heartbeat checks)
 HEARTBEAT = 60.0  # at most this often a log line about one stage still running

@@ -21,6 +21,8 @@ from taintport import names
 from taintport.errors import InputError
 from taintport.judge.verdict import Check, Status
 from taintport.results.cells import Cell
+from taintport.tree import variants
+from taintport.tree.variants import Variant
 
 VARIABLE = "TAINTPORT_TEST_PROVOKE"
 TARGET = re.compile(r"(unexpected|error):([^/]+)/([^/]+)")
@@ -30,7 +32,7 @@ TARGET = re.compile(r"(unexpected|error):([^/]+)/([^/]+)")
 class Target:
     status: Status
     version: str
-    variant: str
+    variant: Variant
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> list[Target]:
@@ -43,15 +45,15 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> list[Target]:
                              "STATUS unexpected or error (a test-only switch)")
         status, version, variant = match.groups()
         names.version_name(version, f"{VARIABLE} version")
-        names.variant(variant, f"{VARIABLE} variant")
-        targets.append(Target(Status(status), version, variant))
+        targets.append(Target(Status(status), version,
+                              variants.named(variant, f"{VARIABLE} variant")))
     return targets
 
 
 def apply(targets: list[Target], cell: Cell) -> Cell:
     """The cell as published: a provoked copy when a target names it, else itself."""
     for target in targets:
-        if (target.version, target.variant) != cell.where:
+        if (target.version, target.variant) != (cell.version, cell.variant):
             continue
         why = (f"test-only: {VARIABLE} made this cell {target.status.value} on purpose; "
                "no kernel behaved differently")

@@ -1,5 +1,6 @@
-"""The stage chain of one cell: switch and build, the host's byte-identical check,
-initramfs, boot, verdict.
+"""The stage chain of one cell: its kernel made (sources.py: switch and build,
+or the distribution's binary unpacked), the host's checks, initramfs, boot,
+verdict.
 
 `taintport matrix` runs it for every cell and `taintport boot` for one, so a
 cell is judged the same way whichever verb made it: the same dracut image
@@ -20,26 +21,41 @@ from taintport.cache import Cache
 from taintport.digest import sha256_of
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
-from taintport.kernel import binary, boot, build, initramfs
+from taintport.kernel import boot, build, initramfs
 from taintport.kernel.boot import Accel
 from taintport.kernel.build import Artifacts
+from taintport.layer import fixes
 from taintport.results.cells import Cell, Inputs, fault_in
 from taintport.run.progress import Progress
-from taintport.tree import series
-from taintport.tree.versions import Binary, Version
+from taintport.tree import series, variants
+from taintport.tree.variants import HostCheck, Kind, Variant
+from taintport.tree.versions import Version
 
 T = TypeVar("T")
-# what our builds boot with (kconfigs/ gives them a serial console and little else)
-APPEND = "console=ttyS0 panic=-1"
 # the guest's own `uname -v`, as the agent prints it
 UNAME_V = re.compile(r"# taintport-agent: uname -v: (.+)")
+
+
+def expectations() -> verdict.Expectations:
+    """What the cells of the family the layer carries must show."""
+    return verdict.load(fixes.NAMES)
+
+
+@dataclass(frozen=True)
+class BootProfile:
+    """How a cell's kernel boots: its own command line, what the agent is
+    told beside the run's token, the guest's timeout and memory."""
+    append: str
+    agent: tuple[str, ...]
+    timeout: int
+    memory: int
 
 
 @dataclass(frozen=True)
 class Built:
     artifacts: Artifacts
     identical: verdict.Check | None  # the host-side check of a layer's tree
-    shipped: Binary | None = None    # the distribution's binary: its boot options
+    profile: BootProfile
 
 
 class Chain:
@@ -63,7 +79,7 @@ class Chain:
         # work that --parallel is there to overlap.
         self.cold_build = threading.Lock()
 
-    def new_cell(self, version: Version, variant: str, inputs: Inputs | None = None,
+    def new_cell(self, version: Version, variant: Variant, inputs: Inputs | None = None,
                  key: str | None = None) -> Cell:
         states = self.expectations.states(variant, version.ships)
         cell = Cell.new(version.name, variant, states)
@@ -72,7 +88,7 @@ class Chain:
         return cell
 
     def cell_dir(self, cell: Cell) -> Path:
-        return self.out / cell.version / cell.variant
+        return self.out / cell.version / cell.variant.name
 
     def timed(self, cell: Cell, stage: str, func: Callable[..., T], *args: object) -> T:
         self.progress.stage(f"{cell.version} {cell.variant}", stage)
@@ -86,32 +102,29 @@ class Chain:
     def identical_check(self, tree: Path, quilt_series: series.Series,
                         cell: Cell) -> verdict.Check | None:
         """A layer's C files byte-identical to those of the variant it must
-        match (expectations.toml sources_match): a host check, judged with the
+        match (variants.toml sources_match): a host check, judged with the
         guest's, so a layer that misses something is still booted and shown failing."""
-        other = self.expectations.variant(cell.variant).sources_match
-        if not other:
+        check = cell.variant.check(Kind.SOURCES_IDENTICAL)
+        if check is None:
             return None
+        other = variants.named(check.peer)
         mine = series.sources(tree, quilt_series, cell.variant)
         theirs = series.sources(tree, quilt_series, other)
         differ = sorted(p for p in set(mine) | set(theirs) if mine.get(p) != theirs.get(p))
         if cell.inputs:
             cell.inputs.sources_sha256 = series.source_digest(mine)
         return verdict.Check(
-            name=f"{cell.variant}_sources_identical_to_{other}", expected=True,
-            observed=not differ,
+            name=check.name, expected=True, observed=not differ,
             diagnostics=tuple(f"host: {p} differs from {other} (upstream + the "
                               "exported layer)" for p in differ))
 
-    def build(self, version: Version, tree: Path, quilt_series: series.Series,
-              cell: Cell) -> Built:
-        """Switch the tree to the cell's variant, check it, build."""
+    def fresh_log(self, cell: Cell) -> Path:
+        """The cell's folder, with no build.log of an earlier attempt in it."""
         cdir = self.cell_dir(cell)
         cdir.mkdir(parents=True, exist_ok=True)
         build_log = cdir / "build.log"
         build_log.unlink(missing_ok=True)
-        self.timed(cell, "apply", series.switch, tree, quilt_series, cell.variant, build_log)
-        identical = self.identical_check(tree, quilt_series, cell)
-        return self.built(cell, self.compile(version, tree, cell, build_log), identical)
+        return build_log
 
     def compile(self, version: Version, tree: Path, cell: Cell, log: Path) -> Artifacts:
         """The cell's kernel, test modules and agent; a cold build waits for
@@ -125,44 +138,15 @@ class Chain:
             turn = self.cold_build
         with turn:
             return self.timed(cell, "build", build.build_variant, tree, build_dir,
-                              version.name, self.cache.artifacts(version, cell.variant),
+                              version.name, self.cache.artifacts(version, cell.variant.name),
                               log, self.jobs, self.cache.root)
 
-    def built_before(self, version: Version, tree: Path, quilt_series: series.Series,
-                     cell: Cell) -> Built:
-        """The artifacts `taintport build` left for the cell's variant, checked
-        as a fresh build is."""
-        folder = self.cache.artifacts(version, cell.variant)
-        if not (folder / "bzImage").exists():
-            raise InputError(f"{folder / 'bzImage'} missing; run 'taintport build --version "
-                             f"{version.name} --variant {cell.variant}' first")
-        build_dir = self.cache.build(version)
-        release = build.kernel_release(tree, build_dir,
-                                       *build.make_args(build_dir, 1, self.cache.root))
-        artifacts = Artifacts(directory=folder, bzimage=folder / "bzImage",
-                              modules=build.module_files(folder),
-                              agent=folder / "taintport-agent", release=release)
-        return self.built(cell, artifacts, self.identical_check(tree, quilt_series, cell))
-
-    def built(self, cell: Cell, artifacts: Artifacts,
-              identical: verdict.Check | None) -> Built:
+    def built(self, cell: Cell, artifacts: Artifacts, identical: verdict.Check | None,
+              profile: BootProfile) -> Built:
         cell.kernel_release = artifacts.release
         if cell.inputs:
             cell.inputs.bzimage_sha256 = sha256_of(artifacts.bzimage)
-        return Built(artifacts, identical)
-
-    def binary(self, version: Version, cell: Cell) -> Built:
-        """The distribution's binary of the tree: nothing to switch or build
-        but the test modules, against its headers."""
-        cdir = self.cell_dir(cell)
-        cdir.mkdir(parents=True, exist_ok=True)
-        log = cdir / "build.log"
-        log.unlink(missing_ok=True)
-        top = self.timed(cell, "fetch", binary.unpack, self.cache, version, log)
-        artifacts = self.timed(cell, "build", binary.prepare, version, top,
-                               self.cache.artifacts(version, cell.variant), log, self.jobs)
-        built = self.built(cell, artifacts, None)
-        return Built(built.artifacts, None, version.shipped)
+        return Built(artifacts, identical, profile)
 
     # -- the artifacts half -----------------------------------------------
     def probe_once(self, cell: Cell, bzimage: Path, workdir: Path) -> Accel:
@@ -198,14 +182,13 @@ class Chain:
                                cdir / "build.log")
             accel = accel_future.result()
         cell.accelerator = accel.name
-        shipped = built.shipped
-        append = " ".join(filter(None, (
-            shipped.append if shipped else APPEND, f"taintport.token={token}",
-            f"taintport.signed={shipped.module_name}" if shipped else "", self.append)))
-        timeout = shipped.timeout if shipped else self.timeout
+        profile = built.profile
+        append = " ".join(filter(None, (profile.append, f"taintport.token={token}",
+                                        *profile.agent, self.append)))
+        timeout = profile.timeout
         booted = self.timed(cell, "boot", boot.boot, artifacts.bzimage, image,
                             cdir / "console.log", append, accel.name, timeout,
-                            shipped.memory if shipped else boot.MEMORY)
+                            profile.memory)
         cell.qemu_exit_code = booted.exit_code
         text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
         parsed = ktap.parse(text)
@@ -217,7 +200,7 @@ class Chain:
         # cell.fixes: the states new_cell read from the expectations
         judgement = verdict.judge(parsed, self.expectations.expected(cell.fixes),
                                   self.expectations.known_bug(cell.variant, cell.fixes),
-                                  self.expectations.skips(cell.variant))
+                                  cell.variant.skips)
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell.status = judgement.status
@@ -228,14 +211,13 @@ class Chain:
     # -- a variant judged against another of the same run ----------------------
     def agree(self, cell: Cell, peer: Cell | None) -> None:
         """(Re)make the check that cell observed every test as peer did
-        (expectations.toml agrees_with), whenever either is published: a
+        (variants.toml agrees_with), whenever either is published: a
         stored cell is compared with this run's, never with the one it was
         stored beside. Without a sound peer there is nothing to compare."""
-        other = self.expectations.variant(cell.variant).agrees_with
-        if not other or cell.status is verdict.Status.ERROR:
+        check = cell.variant.check(Kind.AGREES)
+        if check is None or cell.status is verdict.Status.ERROR:
             return
-        name = f"{cell.variant}_agrees_with_{other}"
-        checks = [c for c in cell.checks if c.name != name]
+        checks = [c for c in cell.checks if c.name != check.name]
         status = cell.status
         if status is verdict.Status.UNEXPECTED and all(c.matches for c in checks):
             status = verdict.Status.KNOWN_BUG if \
@@ -243,22 +225,22 @@ class Chain:
                 verdict.Status.AS_EXPECTED  # the old check alone made it unexpected
         judgement = verdict.Judgement(status, checks, cell.errors)
         if peer is not None and peer.status is not verdict.Status.ERROR:
-            judgement = verdict.with_check(judgement,
-                                           verdict.agreement(cell.variant, checks, peer))
+            judgement = verdict.with_check(judgement, verdict.agreement(check, checks, peer))
         cell.status, cell.checks = judgement.status, judgement.checks
 
     # -- a variant byte-identical to another --------------------------------
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
                         cell: Cell, earlier: dict[str, Cell | None]) -> bool:
         """Take the build and boot of a variant this one is byte-identical to
-        (expectations.toml reuses, the first that is) instead of making them
+        (variants.toml reuses, the first that is) instead of making them
         again; True when it did. The compared files are every C file the series
         touches; make check still builds both once and compares the images.
         earlier: this run's published cell of each variant named there."""
         expect = self.expectations
         mine = None
-        for other in expect.variant(cell.variant).reuses:
-            cell_before = earlier.get(other)
+        for name in cell.variant.reuses:
+            other = variants.named(name)
+            cell_before = earlier.get(name)
             if cell_before is None or cell_before.status is verdict.Status.ERROR:
                 continue
             if expect.expected(expect.states(cell.variant, version.ships)) != \
@@ -278,13 +260,16 @@ class Chain:
     def take_cell(self, version: Version, tree: Path, quilt_series: series.Series,
                   cell: Cell, earlier: Cell, sources_sha256: str) -> None:
         other = earlier.variant
-        same = verdict.Check(name=f"{cell.variant}_sources_identical_to_{other}",
-                             expected=True, observed=True,
-                             diagnostics=(f"host: every C file the series touches is "
-                                          f"byte-identical to {other}'s",))
-        prefixes = tuple(f"{v}_" for v in (other, earlier.reused_from) if v)
+        same = verdict.Check(
+            name=HostCheck(cell.variant.name, Kind.SOURCES_IDENTICAL, other.name).name,
+            expected=True, observed=True,
+            diagnostics=(f"host: every C file the series touches is "
+                         f"byte-identical to {other}'s",))
+        # the host checks judged in the earlier cell (and in the one it took) are its own
+        owners = [v for v in (other, earlier.reused_from) if v]
         judgement = verdict.Judgement(
-            earlier.status, [c for c in earlier.checks if not c.name.startswith(prefixes)],
+            earlier.status,
+            [c for c in earlier.checks if not any(v.owns(c.name) for v in owners)],
             list(earlier.errors))
         # the cell's own host check (sources_match) still runs: reusing
         # upstream's boot says nothing about the exported layer

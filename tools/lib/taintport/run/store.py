@@ -1,31 +1,28 @@
-"""The cell store: what decides a cell (its key), finished cells kept for reruns,
-and the results folder a run writes (and `--resume` reads back).
+"""The cell store: what decides a cell (its key), and finished cells kept for reruns.
 
 A finished cell is stored under <cache>/cells/<key>, the key hashed from
 everything that decides its result (package checksum, the variant's series,
 fragments, the test matrix, tool versions, the timeout): a rerun with nothing
 changed reuses it instead of building and booting again.
 """
-import dataclasses
 import hashlib
 import json
 import platform
 import shutil
 import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from taintport import REPO
 from taintport.cache import Cache
-from taintport.digest import sha256_of, tree_digest
-from taintport.errors import InputError, TaintportError
+from taintport.errors import TaintportError
 from taintport.judge import verdict
-from taintport.kernel import boot, kconfig
-from taintport.kernel.boot import Accel
-from taintport.results import reader, report
-from taintport.results.cells import Cell, Inputs, Matrix
+from taintport.kernel import boot
+from taintport.results import schema
+from taintport.results.folder import Folder, read_cell
+from taintport.results.cells import Cell, Inputs
+from taintport.run import sources
 from taintport.tree import series
+from taintport.tree.variants import Variant
 from taintport.tree.versions import Version
 
 CELL_FILES = ("cell.json", "console.log", "build.log", "ktap.txt")
@@ -46,52 +43,20 @@ def tool_versions() -> dict[str, str]:
             "python": platform.python_version()}
 
 
-def inputs(version: Version, quilt_series: series.Series, variant: str) -> Inputs:
-    if variant == series.BINARY:
-        return binary_inputs(version)
-    # No digest of semantic-patches/ itself: the generated patches in the
-    # series are what the cell builds, so an edit that leaves them alone
-    # (a comment) reuses every cell, and make check's regen --check catches
-    # an edit whose patches were not regenerated.
-    return Inputs(package=version.package, package_version=version.version,
-                  release=version.release, suite=version.suite, deb_sha256=version.sha256, ships=list(version.ships),
-                  series={p: sha256_of(quilt_series.directory / p)
-                          for p in quilt_series.for_variant(variant)},
-                  fragments={f.name: sha256_of(f) for f in kconfig.fragments(version.name)},
-                  expectations_sha256=sha256_of(verdict.EXPECTATIONS),
-                  test_matrix_sha256=tree_digest(REPO / "test-matrix"))
-
-
-def binary_inputs(version: Version) -> Inputs:
-    """The distribution's binary: its pins and the [shipped] table decide the
-    cell, and the test matrix, as for any cell; no series, no fragments."""
-    shipped = version.shipped
-    if shipped is None:
-        raise InputError(f"{version.path} has no [shipped] table: no binary kernel is "
-                         "pinned for this version")
-    image = shipped.packages[0]
-    table = json.dumps(dataclasses.asdict(shipped), sort_keys=True)
-    return Inputs(package=image.package, package_version=image.version,
-                  release=version.release, suite=version.suite, deb_sha256=image.sha256, ships=list(version.ships),
-                  expectations_sha256=sha256_of(verdict.EXPECTATIONS),
-                  test_matrix_sha256=tree_digest(REPO / "test-matrix"),
-                  binaries={f"{p.package}={p.version}": p.sha256 for p in shipped.packages},
-                  shipped_sha256=hashlib.sha256(table.encode()).hexdigest())
-
-
-def cell_key(variant: str, cell_inputs: Inputs, tools: dict[str, str], timeout: int) -> str:
+def cell_key(variant: Variant, cell_inputs: Inputs, tools: dict[str, str],
+             timeout: int) -> str:
     # The variant too: two variants can have the same inputs (a series whose
     # backported/ patches were dropped builds what reverted builds) and must
     # still never take each other's stored cell, judged by other rules.
-    text = json.dumps({"variant": variant, "inputs": cell_inputs.keyed(), "tools": tools,
-                       "timeout": timeout}, sort_keys=True)
+    text = json.dumps({"variant": variant.name, "inputs": schema.keyed_inputs(cell_inputs),
+                       "tools": tools, "timeout": timeout}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
 class Todo:
     """A cell to build and boot, with what decides it."""
-    variant: str
+    variant: Variant
     inputs: Inputs
     key: str
 
@@ -99,7 +64,7 @@ class Todo:
 @dataclass(frozen=True)
 class Done:
     """A cell this run need not build: from the --resume folder, or stored."""
-    variant: str
+    variant: Variant
     resumed: Cell | None = None
     stored: Path | None = None
 
@@ -115,7 +80,7 @@ class Stored:
         """A stored cell's folder; a damaged one is run again, never trusted."""
         folder = self.root / key
         try:
-            reader.read_cell(folder / "cell.json")
+            read_cell(folder / "cell.json")
         except TaintportError:
             return None
         return folder
@@ -123,7 +88,7 @@ class Stored:
     def keep(self, key: str, cell: Cell) -> None:
         if cell.status is verdict.Status.ERROR:
             return
-        src = self.out / cell.version / cell.variant
+        src = self.out / cell.version / cell.variant.name
         folder = self.root / key
         tmp = folder.with_name(key + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -134,68 +99,19 @@ class Stored:
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
 
-    def take(self, folder: Path, version: str, variant: str) -> Cell:
+    def take(self, folder: Path, version: str, variant: Variant) -> Cell:
         """The stored cell's files copied into this run's folder, and its cell."""
-        dest = self.out / version / variant
+        dest = self.out / version / variant.name
         dest.mkdir(parents=True, exist_ok=True)
         for name in CELL_FILES:
             if (folder / name).exists():
                 shutil.copy2(folder / name, dest / name)
-        cell = reader.read_cell(dest / "cell.json")
+        cell = read_cell(dest / "cell.json")
         cell.reused = True
         return cell
 
 
-class Folder:
-    """The results folder of one run: its cells as they finish, in the order
-    asked for, and with --resume the cells it already held."""
-
-    def __init__(self, out: Path, started: str, tools: dict[str, str]) -> None:
-        self.out = Path(out)
-        self.started = started
-        self.tools = tools
-        self.accelerator: Accel | None = None
-        self.earlier: dict[tuple[str, str], Cell] = {}
-        self.cells: dict[tuple[str, str], Cell] = {}
-        self.order: list[tuple[str, str]] = []
-        self.lock = threading.Lock()
-
-    def read_earlier(self) -> None:
-        """--resume: the cells the folder holds now (an error names a bad one)."""
-        self.earlier = reader.earlier_cells(self.out)
-
-    def finished_earlier(self, version: str, variant: str, key: str) -> Cell | None:
-        """--resume: a cell this folder already holds, made from the inputs of
-        now (errors, and cells whose inputs changed since, are run again)."""
-        cell = self.earlier.get((version, variant))
-        if cell is None or cell.status is verdict.Status.ERROR or cell.key != key:
-            return None
-        cell.resumed = True
-        return cell
-
-    def publish(self, cell: Cell) -> None:
-        """cell.json and matrix.json, written at once: a stop loses no finished cell."""
-        with self.lock:
-            self.cells[cell.where] = cell
-            report.write_cell(self.out, cell)
-            report.write_document(self.out, self.matrix())
-
-    def published(self, version: str, variant: str) -> Cell | None:
-        with self.lock:
-            return self.cells.get((version, variant))
-
-    def ordered_cells(self) -> list[Cell]:
-        """This run's cells in order; with --resume, the folder's other cells stay."""
-        ran = [self.cells.get(k) or self.earlier.get(k) for k in self.order]
-        kept = [cell for k, cell in sorted(self.earlier.items()) if k not in self.order]
-        return [cell for cell in ran if cell] + kept
-
-    def matrix(self) -> Matrix:
-        return Matrix(cells=self.ordered_cells(), started=self.started, tools=self.tools,
-                      accelerator=self.accelerator)
-
-
-def plan(version: Version, quilt_series: series.Series, variants: list[str],
+def plan(version: Version, quilt_series: series.Series, variants: list[Variant],
          tools: dict[str, str], timeout: int, folder: Folder,
          stored: Stored | None) -> tuple[list[Done], list[Todo]]:
     """(cells already done, cells to run) for one version. Done: a finished
@@ -203,7 +119,7 @@ def plan(version: Version, quilt_series: series.Series, variants: list[str],
     inputs hash the same."""
     done, todo = [], []
     for variant in variants:
-        cell_inputs = inputs(version, quilt_series, variant)
+        cell_inputs = sources.of(variant).inputs(version, quilt_series, variant)
         key = cell_key(variant, cell_inputs, tools, timeout)
         earlier = folder.finished_earlier(version.name, variant, key)
         found = stored.find(key) if stored and not earlier else None

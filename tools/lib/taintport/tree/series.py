@@ -12,80 +12,74 @@ quilt/<version>/series lists patches in groups, one folder per group:
                   full pre-fix state), written by hand; never built or
                   booted: `taintport regen` runs the whole layer on it and
                   wants the tree as shipped back, byte for byte
-`upstream` applies nothing, `reverted` the reverted group, `backported`
-reverted and backported, `patched` the patched group alone. The matrix
-builds those four (VARIANTS); `reverted-full` is a state of the tree that
-only regen puts a scratch copy in. The matrix's fifth variant, `shipped`
-(BINARY), has no series: it boots the distribution's own build of the tree
-as shipped (binary.py); MATRIX names all five in the order reports show
-them, the distribution's binary next to our build of its source.
+Which groups each variant pushes is its row in test-matrix/variants.toml
+(variants.py): `upstream` nothing, `reverted` the reverted group, `backported`
+reverted and backported, `patched` the patched group alone, and the
+never-built `reverted-full` state its own group, which only regen puts a
+scratch copy in. The distribution's binary has no series (binary.py).
 
 Switching variant pops everything (restoring quilt's backups) and pushes the
 new prefix. A push that fails is popped again, so the tree is never left
 half-patched. Every file a patch touches gets a fresh mtime on every switch:
 quilt restores backups with their old times, which would let make skip a
 rebuild of a file that changed back.
+
+The marker (.taintport/variant) never claims a state the tree is not in: a
+switch first replaces it with "switching to <variant>", which no caller
+trusts (current_variant() says ""), and names the variant again (written
+beside and renamed) only once quilt has applied exactly that variant's
+patches and their files have their fresh mtimes. A switch killed at any
+point leaves that untrusted marker; the next switch pops everything,
+including a patch whose push was cut short between patch(1) and quilt's
+record of it.
 """
 import hashlib
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.process import appending, require, run
+from taintport.journal import replace_file
+from taintport.tree import variants
+from taintport.tree.quilt import quilt
+from taintport.tree.variants import Variant
 
 QUILT_DIR = REPO / "quilt"
-VARIANTS = ("upstream", "reverted", "backported", "patched")
-BINARY = "shipped"
-MATRIX = ("upstream", BINARY, "reverted", "backported", "patched")
-FULL = "reverted-full"
-GROUPS = {"upstream": (), "reverted": ("reverted",), "backported": ("reverted", "backported"),
-          "patched": ("patched",), FULL: (FULL,)}
-GROUP_ORDER = ("reverted", "backported", "patched", FULL)
-# what the matrix's variants apply: the only groups a switch between them changes
-BUILT_GROUPS = frozenset(g for v in VARIANTS for g in GROUPS[v])
 STATE = ".taintport"
 
 
 @dataclass(frozen=True)
 class Series:
     directory: Path
-    patches: tuple  # "group/name.patch", in series order
+    patches: tuple[str, ...]  # "group/name.patch", in series order
 
-    def for_variant(self, variant):
-        """The patches of a variant, or of the FULL state, in series order."""
-        if variant != FULL:
-            check_variant(variant)
-        return tuple(p for p in self.patches if p.split("/", 1)[0] in GROUPS[variant])
+    def for_variant(self, variant: Variant) -> tuple[str, ...]:
+        """The patches a variant pushes, in series order."""
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in variant.groups)
 
-    def built(self):
-        """The patches some variant applies: the FULL group is never built."""
-        return tuple(p for p in self.patches if p.split("/", 1)[0] in BUILT_GROUPS)
-
-
-def check_variant(variant):
-    if variant not in VARIANTS:
-        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(VARIANTS)}")
+    def built(self) -> tuple[str, ...]:
+        """The patches some built variant pushes (not the never-built state's)."""
+        built = variants.table().built_groups()
+        return tuple(p for p in self.patches if p.split("/", 1)[0] in built)
 
 
-def check_matrix_variant(variant):
-    """A variant the matrix runs: one of the series' or the distribution's binary."""
-    if variant not in MATRIX:
-        raise InputError(f"unknown variant '{variant}'; valid: {', '.join(MATRIX)}")
-
-
-def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
+def load(version_name: str, quilt_dir: Path | str = QUILT_DIR,
+         may_be_missing: tuple[str, ...] = ()) -> Series:
     """The series of a version; patches named in may_be_missing are left out
     when absent (regen is about to write them)."""
     directory = Path(quilt_dir) / version_name
     series_file = directory / "series"
     if not series_file.is_file():
         raise InputError(f"{series_file}: no quilt series for version '{version_name}'")
+    order = variants.table().groups
     patches = []
     for number, raw in enumerate(series_file.read_text().splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -94,9 +88,9 @@ def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
         name = line.split()[0]
         group = name.split("/", 1)[0]
         where = f"{series_file}:{number}"
-        if group not in GROUP_ORDER or "/" not in name:
+        if group not in order or "/" not in name:
             raise InputError(f"{where}: '{name}' is not in a group folder "
-                             f"({', '.join(g + '/' for g in GROUP_ORDER)})")
+                             f"({', '.join(g + '/' for g in order)})")
         if not (directory / name).is_file():
             if name in may_be_missing:
                 continue
@@ -105,16 +99,16 @@ def load(version_name, quilt_dir=QUILT_DIR, may_be_missing=()):
             raise InputError(f"{where}: per-patch options are not allowed (we always "
                              "apply with -p1 --fuzz=0)")
         patches.append(name)
-    order = [p.split("/", 1)[0] for p in patches]
-    if order != sorted(order, key=GROUP_ORDER.index):
+    listed = [p.split("/", 1)[0] for p in patches]
+    if listed != sorted(listed, key=order.index):
         raise InputError(f"{series_file}: groups must come in the order "
-                         f"{', '.join(g + '/' for g in GROUP_ORDER)}")
+                         f"{', '.join(g + '/' for g in order)}")
     return Series(directory=directory, patches=tuple(patches))
 
 
-def touched_files(patch_paths):
+def touched_files(patch_paths: Iterable[Path | str]) -> set[str]:
     """Files a set of patch files modify (from their +++ lines, -p1)."""
-    files = set()
+    files: set[str] = set()
     for path in patch_paths:
         for line in Path(path).read_text(errors="replace").splitlines():
             if line.startswith("+++ "):
@@ -124,23 +118,46 @@ def touched_files(patch_paths):
     return files
 
 
-def _quilt(tree, args, log, check=True):
-    """Run quilt; its output is returned and also appended to log."""
-    env = {"QUILT_PATCHES": f"{STATE}/patches", "QUILT_PC": ".pc", "LC_ALL": "C"}
-    proc = run(["quilt", "--quiltrc=-", *args], stage="apply", cwd=tree, env=env,
-               check=check)
-    if log:
-        with appending(log) as out:
-            out.write(f"$ quilt {' '.join(args)}\n{proc.stdout}{proc.stderr}")
-    return proc
+def _quilt(tree: Path, args: list[str], log: Path | None,
+           check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run quilt on the cached tree; its output is returned and also appended to log."""
+    return quilt(Path(tree), args, f"{STATE}/patches", log, check)
 
 
-def current_variant(tree):
+SWITCHING = "switching to "
+
+
+def current_variant(tree: Path) -> str:
+    """The name of the variant the tree was switched to; "" when nothing is
+    pushed, or when a switch was cut short (the marker then says so)."""
     marker = Path(tree) / STATE / "variant"
-    return marker.read_text().strip() if marker.exists() else "upstream"
+    said = marker.read_text().strip() if marker.exists() else ""
+    return "" if said.startswith(SWITCHING) else said
 
 
-def _applied_prefix(tree, series, wanted):
+def _mark(tree: Path, text: str) -> None:
+    replace_file(Path(tree) / STATE / "variant", f"{text}\n".encode())
+
+
+def _adopt_strays(tree: Path, log: Path | None) -> None:
+    """A push cut short after patch(1) wrote its backups under .pc/<patch>/
+    but before quilt listed <patch> as applied: list it, so that popping
+    restores its files from those backups."""
+    pc = Path(tree) / ".pc"
+    applied_list = pc / "applied-patches"
+    applied = applied_list.read_text().split() if applied_list.exists() else []
+    copies = Path(tree) / STATE / "patches"
+    listed = (copies / "series").read_text().split() if (copies / "series").exists() else []
+    strays = [name for name in listed if name not in applied and (pc / name).is_dir()]
+    if strays:
+        replace_file(applied_list, "".join(f"{n}\n" for n in applied + strays).encode())
+        if log:
+            with appending(log) as out:
+                out.write(f"taintport: {', '.join(strays)} left half pushed by an "
+                          "interrupted switch: popped from quilt's backups\n")
+
+
+def _applied_prefix(tree: Path, series: Series, wanted: tuple[str, ...]) -> tuple[int, int]:
     """(how many of wanted are applied already, in order, each as the series
     has it now; how many patches are applied): reverted -> backported pushes
     only the layer (a quilt push is about 0.3 s on these trees, and the
@@ -158,12 +175,12 @@ def _applied_prefix(tree, series, wanted):
     return kept, len(applied)
 
 
-def _pop_all(tree, log):
+def _pop_all(tree: Path, log: Path | None) -> None:
     if (Path(tree) / ".pc" / "applied-patches").exists():
         _quilt(tree, ["pop", "-a", "-f", "-q"], log)
 
 
-def failed_hunks(output, patch_file):
+def failed_hunks(output: str, patch_file: Path) -> str:
     """The text of each hunk quilt reported as FAILED, so the error can show it."""
     failed: dict[str, list[int]] = {}
     current = None
@@ -192,7 +209,7 @@ def failed_hunks(output, patch_file):
     return "\n".join(shown)
 
 
-def switch(tree, series, variant, log):
+def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> set[str]:
     """Bring tree to variant; returns the files the series touches."""
     require("quilt", "quilt")
     tree = Path(tree)
@@ -201,7 +218,12 @@ def switch(tree, series, variant, log):
     old_patches = list((state / "patches").glob("*/*.patch")) if (state / "patches").exists() else []
     stale = touched_files(old_patches)
 
-    keep, applied = _applied_prefix(tree, series, wanted)
+    trusted = current_variant(tree)
+    state.mkdir(exist_ok=True)
+    _mark(tree, SWITCHING + variant.name)
+    if not trusted:
+        _adopt_strays(tree, log)
+    keep, applied = _applied_prefix(tree, series, wanted) if trusted else (0, 0)
     if not keep:
         _pop_all(tree, log)
     elif keep < applied:
@@ -209,7 +231,6 @@ def switch(tree, series, variant, log):
     if (state / "patches").exists():
         shutil.rmtree(state / "patches")
     (state / "patches").mkdir(parents=True)
-    (state / "variant").write_text("upstream\n")
     for name in wanted:
         dest = state / "patches" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -220,11 +241,16 @@ def switch(tree, series, variant, log):
         proc = _quilt(tree, ["push", "--fuzz=0"], log, check=False)
         if proc.returncode != 0:
             _pop_all(tree, log)
+            _mark(tree, "")
             hunks = failed_hunks(proc.stdout + proc.stderr, series.directory / name)
             raise InputError(f"{series.directory / name} does not apply to {tree} without "
-                             f"fuzz (variant {variant}); the tree was left as upstream"
+                             f"fuzz (variant {variant}); the tree was left as shipped"
                              + (f"\n{hunks}" if hunks else ""))
-    (state / "variant").write_text(f"{variant}\n")
+    applied_list = tree / ".pc" / "applied-patches"
+    now_applied = applied_list.read_text().split() if applied_list.exists() else []
+    if now_applied != list(wanted):
+        raise InputError(f"{tree}: quilt lists {', '.join(now_applied) or 'nothing'} as "
+                         f"applied, not the patches of variant {variant}")
 
     # not the FULL group's files (panic.h, kernel.h): no variant changes them, and
     # a fresh mtime there would make the next build of every variant nearly cold
@@ -233,10 +259,11 @@ def switch(tree, series, variant, log):
     for name in touched:
         if (tree / name).exists():
             os.utime(tree / name, (now, now))
+    _mark(tree, f"{variant}")
     return touched
 
 
-def upstream_copy(tree, path):
+def upstream_copy(tree: Path, path: str) -> bytes:
     """The upstream content of a file quilt has patched: the first backup of it in .pc."""
     tree = Path(tree)
     applied = tree / ".pc" / "applied-patches"
@@ -248,14 +275,7 @@ def upstream_copy(tree, path):
     return (tree / path).read_bytes()
 
 
-def differs_from_upstream(tree, paths):
-    """Which of paths (C sources and headers) are not byte-identical to upstream."""
-    tree = Path(tree)
-    return sorted(p for p in paths if p.endswith((".c", ".h"))
-                  and (tree / p).read_bytes() != upstream_copy(tree, p))
-
-
-def sources(tree, series, variant):
+def sources(tree: Path, series: Series, variant: Variant) -> dict[str, bytes]:
     """{path: bytes} of the C files the built variants' patches touch, as
     variant has them.
 
@@ -283,7 +303,7 @@ def sources(tree, series, variant):
         return {rel: (scratch / rel).read_bytes() for rel in touched}
 
 
-def source_digest(files):
+def source_digest(files: dict[str, bytes]) -> str:
     """One sha256 over {path: bytes}: equal digests, byte-identical sources."""
     h = hashlib.sha256()
     for rel in sorted(files):

@@ -11,11 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from taintport import names
-from taintport import REPO
+from taintport import REPO, family, names
 from taintport.errors import InputError
-from taintport.layer import engine, fixes
-from taintport.tree import series
 
 VERSIONS_DIR = REPO / "versions"
 FIELDS = ("name", "distribution", "release", "suites", "archive", "component", "package",
@@ -172,7 +169,7 @@ def load(path: Path | str) -> Version:
     ships = data["ships"]
     if not isinstance(ships, list) or not all(isinstance(n, str) for n in ships):
         raise InputError(f"{path}: ships must be a list of fix names")
-    data["ships"] = fixes.check_names(ships, f"{path}: ships")
+    data["ships"] = family.check_names(ships, f"{path}: ships")
     shipped = load_binary(path, data["shipped"]) if "shipped" in data else None
     fields = {f: data[f] for f in FIELDS}
     fields["suites"] = tuple(data["suites"])
@@ -296,22 +293,3 @@ def select(names: list[str], directory: Path = VERSIONS_DIR) -> list[Version]:
                          f"valid: {', '.join(known) or '(none in ' + str(directory) + ')'}")
     return [known[n] for n in names]
 
-
-def check_ships(version: Version, tree: Path) -> None:
-    """The descriptor's ships must be what the tree as shipped has: each fix
-    found present (or missing) piece by piece, from upstream's copies of
-    the files, whatever variant the tree is in now."""
-    tree = Path(tree)
-
-    def read(rel: str) -> str | None:
-        return series.upstream_copy(tree, rel).decode(errors="replace") \
-            if (tree / rel).is_file() else None
-    for state in engine.inspect_fixes(read=read):
-        shipped = state.fix.name in version.ships
-        if shipped != (state.state == "present"):
-            pieces = ", ".join(f"{p.name} {p.state} at {p.path}:{p.line}"
-                               for p in state.pieces)
-            raise InputError(
-                f"{version.path}: ships says fix '{state.fix.name}' is "
-                f"{'in' if shipped else 'not in'} {version.name}, but inspect finds it "
-                f"{state.state} in the fetched tree ({pieces})")

@@ -2,97 +2,76 @@
 
 Upstream commit e7bb66f79a7b adds (1 << TAINT_LIVEPATCH) to the mask of
 taints that trace_module_has_bad_taint() tolerates, so a livepatch module
-(tainted K) keeps its trace events. It has one piece, the mask, in three
-shapes: OOT | CRAP | UNSIGNED (v3.15 to v5.19, Debian's 5.10), the same with
-TEST (v6.0 to v6.2, Debian's 6.1: upstream's hunk was written for this one)
-and the inline test in tracepoint_module_coming() (v3.10, which has no
-livepatch and so never needs the fix, but the semantic patch knows it).
+(tainted K) keeps its trace events. It has one piece, the mask, which
+tracepoint_livepatch.cocci judges and carries in every shape it has had
+(OOT | CRAP | UNSIGNED to v5.19, | TEST from v6.0, the inline test of v3.10)
+and every vendor spelling of it (terms in any order, BIT(), extra bits).
 """
-from taintport.layer import engine
-from taintport.layer.engine import LayerError, PieceSpec, TAB, column, finding
-from taintport.layer.fixes import info
+from taintport import family
+from taintport.layer.model import Fix, Piece, PieceSpec, Read, Relaid, Where
+from taintport.layer.relayout import column, indent_to, inserted, leading, line_bounds, offset
+from taintport.layer.sources import code_only, defines
 
-INFO = info("livepatch")
-NEW = "(1 << TAINT_LIVEPATCH)"
-
-
-def _shape(name, terms):
-    return name + ": " + "|".join(t[len("TAINT_"):] for t in terms)
-
-
-def _recognise(text, path, letter):
-    found = engine.mask(text)
-    if not found or found[3][:2] != ["TAINT_OOT_MODULE", "TAINT_CRAP"]:
-        return None
-    name, start, end, terms = found
-    shape = _shape(name, [t for t in terms if t != "TAINT_LIVEPATCH"])
-    if "TAINT_LIVEPATCH" in terms:
-        return finding("livepatch", shape, path, text, text.index("TAINT_LIVEPATCH", start),
-                       "present")
-    # the line the mask starts on, as the semantic patch's report says it
-    return finding("livepatch", shape, path, text, start, "missing", rules={"livepatch"})
+# The lines e7bb66f79a7b rewrote, as v6.0-v6.2 (Debian's 6.1) have them, and
+# what it made of them: where a tree's mask ends in exactly these lines, the
+# hunk is upstream's, byte for byte.
+UPSTREAM_PRE = ("\t\t\t       (1 << TAINT_UNSIGNED_MODULE) |\n"
+                "\t\t\t       (1 << TAINT_TEST));\n")
+UPSTREAM_POST = ("\t\t\t\t(1 << TAINT_UNSIGNED_MODULE) | (1 << TAINT_TEST) |\n"
+                 "\t\t\t\t(1 << TAINT_LIVEPATCH));\n")
+NOT_UPSTREAM = ("upstream's hunk rewraps the last two lines of the v6.2 mask "
+                "(UNSIGNED_MODULE | TEST); this tree's mask ends otherwise, so ")
 
 
-def _relayout(piece, before, after):
-    """Lay the new term out as upstream did, or as close as the shape allows.
-
-    spatch appends " | (1 << TAINT_LIVEPATCH)" before the mask's closing
-    parenthesis. Upstream (v6.3, on the v6.0 mask whose last two lines hold
-    one term each) joined those two lines and put the new term on the next,
-    all three indented with four tabs. Where the last line is the only
-    continuation line (v3.15 to v5.19), the new term gets a line of its own,
-    indented like it, as TAINT_TEST was added in v6.0. A mask on one line
-    gets a continuation line aligned under its first term, as upstream
-    wrapped it in v3.15.
-    """
-    name, start, end, _ = engine.mask(before)
-    if after != before[:end] + " | " + NEW + before[end:]:
-        raise LayerError(piece.name, piece.path,
-                         f"spatch to add only {NEW} at the end of the mask")
-    first_bol = before.rindex("\n", 0, start) + 1
-    bol = before.rindex("\n", 0, end) + 1
-    eol = before.index("\n", end)
-    last = before[bol:eol]
-    indent = last[:len(last) - len(last.lstrip())]
-    if bol == first_bol:
-        first = before.index("(1 << ", start)
-        col = column(before[bol:first])
-        pad = "\t" * (col // TAB) + " " * (col % TAB)
-        return before[:end] + " |\n" + pad + NEW + before[end:]
-    prev_bol = before.rindex("\n", 0, bol - 1) + 1
-    prev = before[prev_bol:bol - 1]
-    if prev_bol != first_bol and prev.strip().count("(1 << ") == 1 and \
-            last.strip().count("(1 << ") == 1:
-        joined = "\t\t\t\t" + prev.strip() + " " + before[bol:end].strip()
-        return (before[:prev_bol] + joined + " |\n\t\t\t\t" + NEW + before[end:])
-    return before[:end] + " |\n" + indent + NEW + before[end:]
-
-
-def adaptation(piece):
-    """What the patch header says when the hunk is not upstream's text."""
-    if piece.shape == INFO["patch"]["upstream-shape"]:
-        return ""
-    return (f"upstream's hunk is for the mask "
-            f"{INFO['patch']['upstream-shape'].split(': ', 1)[1]}; this tree's "
-            f"{piece.shape} gets the term the same way the mask grew before "
-            "(a line of its own, indented like the line above)")
+def _relayout(piece: Piece, before: str, after: str) -> Relaid:
+    """Add the new term the way this mask is written, touching as few lines
+    as it can: upstream's own hunk where the mask ends in the lines upstream
+    rewrote; else the mask's last line gives its closing parenthesis to a
+    new line holding the term, laid out like the mask's other lines; a mask
+    on one line gets a continuation line aligned under its first term (as
+    v3.15 wrapped it)."""
+    assert piece.span is not None  # a missing mask always has spatch's span
+    at = offset(before, piece.span.line_end, piece.span.column_end)
+    term = inserted(piece, before, after, at).removeprefix(" | ")
+    bol, eol = line_bounds(before, at)
+    line = before[bol:eol]
+    prev = before.rfind("\n", 0, max(bol - 1, 0)) + 1
+    style = "" if term.startswith("(1 << ") else f"; the term is {term}, as this mask writes its terms"
+    if piece.span.line_end > piece.span.line and \
+            before[prev:eol + 1] == UPSTREAM_PRE and not style:
+        return Relaid(before[:prev] + UPSTREAM_POST + before[eol + 1:])
+    if piece.span.line_end == piece.span.line:
+        first = column(before[bol:offset(before, piece.span.line, piece.span.column)])
+        return Relaid(before[:at] + " |\n" + indent_to(first) + term + before[at:],
+                      NOT_UPSTREAM + "the mask, on one line here, is wrapped after its last "
+                      "term and the new term goes on a continuation line aligned under "
+                      "its first" + style)
+    if line.lstrip().startswith("|"):
+        return Relaid(before[:at] + "\n" + leading(line) + "| " + term + before[at:],
+                      NOT_UPSTREAM + "its last line gives its closing parenthesis to a new "
+                      "line holding the new term, starting with '|' as the mask's other "
+                      "lines do; no other line changes" + style)
+    return Relaid(before[:at] + " |\n" + leading(line) + term + before[at:],
+                  NOT_UPSTREAM + "its last line gets ' |' and gives its closing parenthesis "
+                  "to a new line holding the new term, indented like it; no other line "
+                  "changes" + style)
 
 
-def _applies(read):
+def _applies(read: Read) -> str:
     """TAINT_LIVEPATCH came with livepatch itself (v4.0)."""
     headers = [read(rel) for rel in ("include/linux/panic.h", "include/linux/kernel.h")]
     if any(h is not None for h in headers) and \
-            not any("TAINT_LIVEPATCH" in (h or "") for h in headers):
+            not any("TAINT_LIVEPATCH" in defines(code_only(h or "")) for h in headers):
         return ("this kernel predates livepatch (v4.0, no TAINT_LIVEPATCH in "
                 "include/linux/kernel.h or panic.h): it cannot have this bug")
     return ""
 
 
 PIECES = (
-    PieceSpec("livepatch", ("kernel/tracepoint.c",),
-              "a mask ~((1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) ...) of tolerated taints",
-              _recognise, "tracepoint_livepatch.cocci", relayout=_relayout),
+    PieceSpec("livepatch", (Where("kernel/tracepoint.c"),),
+              "a mask ~(...) of the taints tracing tolerates, in "
+              "trace_module_has_bad_taint() or tracepoint_module_coming()",
+              cocci="tracepoint_livepatch.cocci", relayout=_relayout),
 )
 
-FIX = engine.Fix(name="livepatch", pieces=PIECES, info=INFO, applies=_applies,
-                adaptation=adaptation)
+FIX = Fix(info=family.BY_NAME["livepatch"], pieces=PIECES, applies=_applies)

@@ -8,16 +8,19 @@ console, a log or a file is escaped.
 """
 import html
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from taintport.judge.verdict import Check, Status
-from taintport.results import report
+from taintport.results import report, schema
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
-from taintport.results.reader import printable
+from taintport.results.report import printable
 from taintport.results.reports import kcidb, summary
-from taintport.tree import series
+from taintport.tree.variants import Variant, table
 
 Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
+# how the page reads a log of the results folder (folder.read_log: its end,
+# regular files only), None when the run never wrote it
+ReadLog = Callable[[Path], "str | None"]
 CONSOLE_TAIL = 60
 STATUS_WORDS = {s: s.value.replace("-", " ") for s in Status}
 LEGEND = (("--ok", "as expected: every check matched test-matrix/expectations.toml"),
@@ -145,12 +148,13 @@ def anchor(cell: Cell) -> str:
     return f"cell-{cell.version}-{cell.variant}"
 
 
-def read_text(path: Path, tail: int | None = None) -> str | None:
-    """A results file as text, or None when the run never wrote it."""
-    try:
-        lines = Path(path).read_text(errors="replace").splitlines()
-    except OSError:
+def read_text(read_log: ReadLog, path: Path, tail: int | None = None) -> str | None:
+    """A log of the results folder as text (its last tail lines), or None when
+    the run never wrote it."""
+    text = read_log(path)
+    if text is None:
         return None
+    lines = text.splitlines()
     return "\n".join(lines[-tail:] if tail else lines)
 
 
@@ -161,11 +165,10 @@ def kv_table(rows: Sequence[tuple[str, object]]) -> str:
 
 
 def grid(cells: Sequence[Cell]) -> str:
-    versions: dict[str, dict[str, Cell]] = {}
+    versions: dict[str, dict[Variant, Cell]] = {}
     for cell in cells:
         versions.setdefault(cell.version, {})[cell.variant] = cell
-    variants = [v for v in series.MATRIX if any(v in row for row in versions.values())]
-    variants += sorted({c.variant for c in cells} - set(variants))
+    variants = [v for v in table().booted() if any(v in row for row in versions.values())]
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = []
     for version, row in versions.items():
@@ -310,7 +313,7 @@ def facts_table(cell: Cell) -> str:
         ("resumed", "yes: kept from the interrupted run" if cell.resumed else None),
         ("fault", f"taintport.fault={cell.fault}: the agent broke on purpose, a harness "
                   "test, not a kernel's result" if cell.fault else None)]
-    for key, value in (cell.inputs.as_json() if cell.inputs else {}).items():
+    for key, value in (schema.write_inputs(cell.inputs) if cell.inputs else {}).items():
         if isinstance(value, dict):  # series, fragments: name -> sha256
             rows += [(f"{key} {name}", digest) for name, digest in value.items()]
         else:
@@ -322,7 +325,7 @@ def facts_table(cell: Cell) -> str:
             + "</div><div><h3>Inputs</h3>" + kv_table(rows) + "</div></div>")
 
 
-def cell_section(cell: Cell, out_dir: Path, patches: Patches | None) -> str:
+def cell_section(cell: Cell, out_dir: Path, read_log: ReadLog, patches: Patches | None) -> str:
     out_dir = Path(out_dir)
     parts = []
     if cell.errors:
@@ -335,11 +338,11 @@ def cell_section(cell: Cell, out_dir: Path, patches: Patches | None) -> str:
         parts.append("<h3>Checks: observed (and expected, where they differ)</h3>"
                      + checks_table(cell))
     parts.append(dmesg(cell))
-    ktap = read_text(out_dir / cell.logs.ktap)
+    ktap = read_text(read_log, out_dir / cell.logs.ktap)
     if ktap is not None:
         parts.append(sub(f"KTAP ({len(ktap.splitlines())} lines)", f"<pre>{esc(ktap)}</pre>"))
     if cell.status in FIRST:
-        tail = read_text(out_dir / cell.logs.console, tail=CONSOLE_TAIL)
+        tail = read_text(read_log, out_dir / cell.logs.console, tail=CONSOLE_TAIL)
         if tail is not None:
             parts.append(sub(f"Console, last {CONSOLE_TAIL} lines", f"<pre>{esc(tail)}</pre>",
                              open_=cell.status is Status.ERROR))
@@ -370,8 +373,9 @@ def environment(doc: Matrix) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
-def render(doc: Matrix, out_dir: Path, patches: Patches | None = None) -> str:
-    """The page for a matrix document whose logs live under out_dir.
+def render(doc: Matrix, out_dir: Path, read_log: ReadLog, patches: Patches | None = None) -> str:
+    """The page for a matrix document whose logs live under out_dir, read with
+    read_log.
 
     patches: {version: {"group/name.patch": text}}, the quilt patches to show
     (see render.read_patches); a patch not given is listed by name only.
@@ -406,11 +410,11 @@ def render(doc: Matrix, out_dir: Path, patches: Patches | None = None) -> str:
 <h2>Fixes of the family</h2>
 {fix_grid(cells)}
 <h2>Cells</h2>
-{"".join(cell_section(c, out_dir, patches) for c in ordered)}
+{"".join(cell_section(c, out_dir, read_log, patches) for c in ordered)}
 <h2>Environment</h2>
 {environment(doc)}
 </main>
-<footer>generated by taintport from matrix.json ({esc(doc.schema)})</footer>
+<footer>generated by taintport from matrix.json ({esc(doc.schema or schema.SCHEMA)})</footer>
 <script>{JS}</script>
 </body>
 </html>

@@ -1,23 +1,28 @@
 """junit.xml: one testsuite per cell, one testcase per check, for any CI system.
 
 A check that came out wrong is a <failure> (the kernel is wrong); a cell whose
-run broke turns its checks into <error> with the cell's error text, and a
-check the agent never reported is an <error> too (the run is wrong). Each
-cell also gets a "verdict" testcase, so a cell that never booted still shows.
-The document is valid against the Jenkins xunit plugin's junit-10.xsd, the
-schema most JUnit consumers follow (docs/report-schema.md).
+run broke turns its checks into <error>, and a check the agent never reported
+is an <error> too (the run is wrong). Each cell also gets a "verdict"
+testcase, so a cell that never booted still shows; it alone carries the
+cell's errors, which its checks point to: one copy per cell, so the file stays
+within a few times the size of matrix.json. The document is valid against the
+Jenkins xunit plugin's junit-10.xsd, the schema most JUnit consumers follow
+(docs/report-schema.md).
 """
 import re
 import xml.etree.ElementTree as ET
 
 from taintport.judge.verdict import Check
 from taintport.results.cells import Cell, Matrix, word
-from taintport.results.reader import printable
+from taintport.results.report import printable
 from taintport.results.reports import kcidb
 
 # XML 1.0 has no escape for most control characters; console text can hold them
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 TALLIES = ("tests", "failures", "errors", "skipped")
+# what a message attribute shows of an error: its first line, cut here
+MESSAGE_MAX = 200
+ERRORS_IN_VERDICT = "the cell's errors: in this suite's testcase \"verdict\""
 
 
 def xml_text(text: str) -> str:
@@ -26,6 +31,12 @@ def xml_text(text: str) -> str:
 
 def seconds(value: float | None) -> str:
     return f"{value or 0:.2f}"
+
+
+def first_line(errors: list[str]) -> str:
+    """The first line of a cell's errors, as a message attribute shows it."""
+    line = errors[0].splitlines()[0] if errors and errors[0] else ""
+    return line if len(line) <= MESSAGE_MAX else line[:MESSAGE_MAX] + " ..."
 
 
 def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str) -> None:
@@ -43,10 +54,10 @@ def check_case(suite: ET.Element, cell: Cell, check: Check, classname: str) -> k
     status = kcidb.check_status(cell, check)
     wanted = f"expected {word(check.expected)}, observed {word(check.observed)}"
     if status is kcidb.Status.ERROR:
-        message = f"the run broke ({wanted}): " + cell.errors[0].splitlines()[0]
-        text = "\n".join([*cell.errors, *check.diagnostics])
+        message = f"the run broke ({wanted}): " + first_line(cell.errors)
+        text = "\n".join([ERRORS_IN_VERDICT, *check.diagnostics])
     elif status is kcidb.Status.MISS:
-        message, text = f"not reported by the agent ({wanted})", "\n".join(cell.errors)
+        message, text = f"not reported by the agent ({wanted})", ERRORS_IN_VERDICT
     elif status is kcidb.Status.SKIP:
         message, text = "the agent could not observe it", "\n".join(check.diagnostics)
     else:
@@ -60,7 +71,7 @@ def verdict_case(suite: ET.Element, cell: Cell, classname: str) -> kcidb.Status:
                          time=seconds(cell.timings.boot))
     status = kcidb.cell_status(cell)
     wrong = [c.name for c in cell.failing]
-    message = (cell.errors[0].splitlines()[0] if cell.errors
+    message = (first_line(cell.errors) if cell.errors
                else f"{len(wrong)} check(s) differ from expectations.toml" if wrong
                else cell.status.value)
     outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong))

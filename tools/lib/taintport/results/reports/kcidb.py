@@ -25,7 +25,6 @@ from taintport.errors import InputError
 from taintport.judge.verdict import Check
 from taintport.judge.verdict import Status as Verdict
 from taintport.results.cells import Cell, Matrix, Run, word
-from taintport.tree.series import BINARY
 
 ORIGIN = "taintport"
 SCHEMA_VERSION = {"major": 4, "minor": 3}
@@ -167,7 +166,7 @@ def checkout(version: str, cells: list[Cell], run: Run | Matrix, where: Artifact
     empty: dict[str, str] = {}
     series = max((c.inputs.series for c in cells if c.inputs), key=len, default=empty)
     # the source package is the checkout; a distribution binary's inputs name its image
-    inputs = next((c.inputs for c in cells if c.inputs and c.variant != BINARY),
+    inputs = next((c.inputs for c in cells if c.inputs and c.variant.from_tree),
                   next((c.inputs for c in cells if c.inputs), None))
     return compact({
         "id": f"{origin}:{version}", "origin": origin, "tree_name": version,
@@ -177,7 +176,7 @@ def checkout(version: str, cells: list[Cell], run: Run | Matrix, where: Artifact
         "start_time": run.started,
         # the checkout is the source tree fetched and patched: a cell that took
         # another's build (patched) still had its tree; the binary needs none
-        "valid": all(c.timings.apply is not None for c in cells if c.variant != BINARY),
+        "valid": all(c.timings.apply is not None for c in cells if c.variant.from_tree),
         "misc": compact({"package": inputs.package if inputs else None,
                          "package_version": inputs.package_version if inputs else None,
                          "deb_sha256": inputs.deb_sha256 or None if inputs else None,
@@ -187,7 +186,7 @@ def checkout(version: str, cells: list[Cell], run: Run | Matrix, where: Artifact
 
 def config_name(cell: Cell) -> str:
     inputs = cell.inputs
-    if cell.variant == BINARY:
+    if not cell.variant.from_tree:
         # the distribution's build, with the distribution's configuration
         return f"distribution:{inputs.package}" if inputs else "distribution"
     fragments = [f.removesuffix(".config") for f in (inputs.fragments if inputs else {})]
@@ -208,12 +207,12 @@ def build(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> Kcidb
         "duration": cell.timings.build,
         # a build that never started (fetch or apply broke) is unknown, not invalid
         "valid": cell.kernel_release is not None if built(cell) else None,
-        "misc": compact({"variant": variant, "kernel_release": cell.kernel_release,
+        "misc": compact({"variant": variant.name, "kernel_release": cell.kernel_release,
                          "kernel_version": cell.kernel_version,
                          "bzimage_sha256": inputs.bzimage_sha256 if inputs else None,
                          "binaries": inputs.binaries or None if inputs else None,
                          "fragments": inputs.fragments if inputs else None,
-                         "timings": cell.timings.as_json(),
+                         "timings": cell.timings.by_stage(),
                          "reused": cell.reused or None}),
     })
 
@@ -239,7 +238,7 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
         "misc": compact({"status": cell.status.value, "errors": cell.errors,
                          "fixes": {fix: state.value for fix, state in cell.fixes.items()}
                          or None,
-                         "reused_from": cell.reused_from,
+                         "reused_from": cell.reused_from.name if cell.reused_from else None,
                          "accelerator": cell.accelerator,
                          "kernel_release": cell.kernel_release,
                          "qemu_exit_code": cell.qemu_exit_code,

@@ -9,7 +9,7 @@ import io
 from typing import NamedTuple, Sequence
 
 from taintport.judge.verdict import Check, Status
-from taintport.results import reader, report
+from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
 from taintport.results.reports import kcidb
 
@@ -149,4 +149,4 @@ def render(doc: Matrix) -> str:
         out.append(f"* {where}accelerator {accel.name if accel else '-'} "
                    f"({accel.reason if accel else 'no boot'})")
         out += [f"    {tool}: {version}" for tool, version in sorted(run.tools.items())]
-    return reader.printable("\n".join(out)) + "\n"
+    return report.printable("\n".join(out)) + "\n"

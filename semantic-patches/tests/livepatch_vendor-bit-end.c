@@ -1,0 +1,8 @@
+/* A vendor's v6.1 mask that also allows a bit of its own, at the end. */
+bool trace_module_has_bad_taint(struct module *mod)
+{
+	return mod->taints & ~((1 << TAINT_OOT_MODULE) | (1 << TAINT_CRAP) |
+			       (1 << TAINT_UNSIGNED_MODULE) |
+			       (1 << TAINT_TEST) |
+			       (1 << TAINT_AUX));
+}

@@ -1,0 +1,97 @@
+"""A tree's source files as the layer reads them, and the ones it refuses.
+
+The layer reads and writes a user's tree only through regular files under
+it: never through a symbolic link (which could lead out of the tree), and
+only text it can hand to spatch and give back byte for byte: UTF-8 (the
+kernel's own encoding) with LF line ends. Anything else is refused with the
+file, the piece that lives there and the cause, before anything is written.
+"""
+import re
+from pathlib import Path
+
+from taintport.journal import Unsafe, regular_file
+from taintport.layer.model import LayerError
+
+VERSION_LINE = re.compile(r"^(VERSION|PATCHLEVEL) = (\d+)$", re.M)
+
+
+def _refuse(piece: str, rel: str, expected: str) -> LayerError:
+    return LayerError(piece, rel, expected)
+
+
+def check_path(root: Path, rel: str, piece: str) -> Path | None:
+    """root/rel when it is a regular file reached through folders (no link on
+    the way), None when it is absent; anything else is refused."""
+    try:
+        info = regular_file(root, rel)
+    except Unsafe as err:
+        if err.what.startswith("a symbolic link"):
+            raise _refuse(piece, rel, f"a regular file, found {err.shown}: {err.what} "
+                          "(taintport reads and writes no file through a link; put the "
+                          "file itself there)") from None
+        raise _refuse(piece, rel, f"a regular file, found {err.shown}: {err.what}") from None
+    except OSError as err:
+        raise _refuse(piece, rel, f"a readable file, got: {err.strerror}") from None
+    return Path(root) / rel if info is not None else None
+
+
+def decode(data: bytes, rel: str, piece: str) -> str:
+    """The text of a source file, or why the layer cannot carry a piece there."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise _refuse(piece, rel, f"UTF-8 text, found byte 0x{data[err.start]:02x} at line "
+                      f"{line} (convert the file to UTF-8, as the kernel's sources are)") \
+            from None
+    if "\r" in text:
+        line = text.count("\n", 0, text.index("\r")) + 1
+        raise _refuse(piece, rel, f"LF line ends, found CR (CRLF) at line {line} "
+                      "(convert the file with dos2unix: spatch and quilt --fuzz=0 would "
+                      "not give it back byte for byte)")
+    return text
+
+
+def read_text(root: Path, rel: str, piece: str) -> str | None:
+    """The checked text of root/rel, None when it is absent."""
+    path = check_path(root, rel, piece)
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise _refuse(piece, rel, f"a readable file, got: {err.strerror}") from None
+    return decode(data, rel, piece)
+
+
+def kernel_version(root: Path) -> tuple[int, int] | None:
+    """(6, 1) from a tree's top Makefile, None when it does not say."""
+    path = Path(root) / "Makefile"
+    if path.is_symlink() or not path.is_file():
+        return None
+    found = dict(VERSION_LINE.findall(path.read_text(errors="replace")))
+    if len(found) != 2:
+        return None
+    return int(found["VERSION"]), int(found["PATCHLEVEL"])
+
+
+COMMENT_OR_LITERAL = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""",
+                                re.S)
+DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
+
+
+def code_only(text: str) -> str:
+    """text with every comment blanked (same length, same lines): what the
+    compiler sees. A piece a semantic patch cannot judge is judged on this,
+    so that a comment never counts as code."""
+    def blank(m: re.Match[str]) -> str:
+        found = m.group(0)
+        if found[0] in "\"'":
+            return found
+        return re.sub(r"[^\n]", " ", found)
+    return COMMENT_OR_LITERAL.sub(blank, text)
+
+
+def defines(code: str) -> set[str]:
+    """The macros a file's code #defines."""
+    return set(DEFINE.findall(code))

@@ -1,0 +1,394 @@
+"""A results folder on disk: read back within limits, held by one writer, written atomically.
+
+A results folder is input like any other: `report`, `report compare`,
+`report merge` and `matrix --resume` read folders that someone's CI job (or a
+hand edit, or a crash) left behind. Every file of one is opened here, and
+only when it is a regular file (a FIFO would block the reader for ever), no
+larger than its limit; matrix.json and cell.json are strict JSON (no NaN or
+Infinity, no integer longer than MAX_DIGITS, no nesting deeper than
+MAX_DEPTH), checked field by field by schema.py; every path a cell names
+stays inside the folder once links are resolved. A refusal is an InputError
+naming the file and the field (exit 2).
+
+Writing: one run (or merge) holds a folder at a time (its lock file), a
+folder that holds results is never taken for a new run, every file is
+replaced atomically, and a write the disk refuses is an OutputError naming
+the file, with the file that was there left as it was.
+"""
+import fcntl
+import json
+import math
+import os
+import re
+import shutil
+import stat
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from taintport.cache import holding, write_atomic
+from taintport.errors import InputError, OutputError
+from taintport.judge.verdict import Status
+from taintport.kernel.boot import Accel
+from taintport.results import schema
+from taintport.results.cells import Cell, Matrix
+from taintport.results.reports import kcidb
+from taintport.results.schema import JSON, Reader
+from taintport.tree.variants import Variant
+
+LOCK = ".taintport-run.lock"
+# matrix.json of the five kernels' 25 cells is about 2 MiB
+MAX_JSON = 64 << 20
+# the most of a log (KTAP, console) a report reads: its end
+MAX_LOG = 4 << 20
+# an integer in a results file is an exit code or a count
+MAX_DIGITS = 20
+# taintport writes seven levels (the kcidb view's tests[].misc.fixes)
+MAX_DEPTH = 32
+
+
+# -- reading ---------------------------------------------------------------------
+
+def open_regular(path: Path) -> int:
+    """A file descriptor of path, when it is a regular file (links followed)."""
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+            "a device or socket"
+        raise InputError(f"{path}: {kind}, not a regular file")
+    return fd
+
+
+def read_bytes(path: Path, limit: int) -> bytes:
+    """The whole of a regular file of at most limit bytes."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(f"{path}: larger than the {limit} bytes taintport reads of it")
+    return data
+
+
+def read_log(path: Path, limit: int = MAX_LOG) -> str | None:
+    """The end of a log the run left (at most limit bytes of it, said so when
+    cut), or None when the run never wrote it."""
+    try:
+        fd = open_regular(path)
+    except OSError:
+        return None  # never written (or not readable, which a report shows the same way)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        handle.seek(max(0, size - limit))
+        data = handle.read(limit)
+    text = data.decode(errors="replace")
+    if size > limit:
+        text = f"[taintport: the first {size - limit} bytes of {path.name} left out]\n" + \
+            text.partition("\n")[2]
+    return text
+
+
+class Refused(ValueError):
+    """A value strict JSON has no place for in a results file."""
+
+
+def refuse_constant(name: str) -> None:
+    raise Refused(name)
+
+
+def bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise Refused(text)
+    return int(text)
+
+
+def finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise Refused(text)
+    return value
+
+
+def parse(path: Path) -> JSON:
+    """A results file as JSON, refused (naming the field) when it is not the
+    strict JSON taintport writes."""
+    try:
+        text = read_bytes(path, MAX_JSON).decode()
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"{path}: cannot read: {err}") from None
+    try:
+        return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int,
+                          parse_float=finite_float)
+    except (Refused, RecursionError):
+        # where: the parser says nothing, so the text is walked to the first one
+        raise InputError(f"{path}: {locate(text)}") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: cannot read: {err}") from None
+
+
+TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?(?:Infinity|NaN)|'
+                   r'-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null')
+
+
+def locate(text: str) -> str:
+    """The field of the first value parse() refuses, and why: what json.loads
+    cannot tell (it raises from the middle of its recursion)."""
+    stack: list[list[Any]] = []  # per open container: [key or index, is an object]
+    after_colon = False
+
+    def where() -> str:
+        path = ""
+        for key, is_object in stack:
+            if key is None:
+                continue
+            path += f".{key}" if is_object else f"[{key}]"
+        return path.lstrip(".") or "the document"
+
+    for match in TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            if len(stack) == MAX_DEPTH:
+                return f"{where()}: nested deeper than {MAX_DEPTH} levels"
+            stack.append([None if token == "{" else 0, token == "{"])
+            after_colon = False
+        elif token in "}]":
+            stack.pop()
+        elif token == ",":
+            if stack and not stack[-1][1]:
+                stack[-1][0] += 1
+            after_colon = False
+        elif token == ":":
+            after_colon = True
+        elif token.startswith('"') and stack and stack[-1][1] and not after_colon:
+            stack[-1][0] = json.loads(token)
+        elif token.lstrip("-") in ("NaN", "Infinity"):
+            return f"{where()}: {token} is not a number JSON allows"
+        elif re.fullmatch(r"-?\d+", token) and len(token.lstrip("-")) > MAX_DIGITS:
+            return f"{where()}: an integer of {len(token.lstrip('-'))} digits (at most " \
+                f"{MAX_DIGITS})"
+        elif token[0] in "-0123456789" and not math.isfinite(float(token)):
+            return f"{where()}: {token[:40]} is too large for a number"
+    return "a value strict JSON does not allow"
+
+
+def inside(folder: Path, rel: str, where: str) -> Path:
+    """folder/rel, when it exists and stays inside folder once links are resolved."""
+    path = Path(folder) / rel
+    if path.exists() or path.is_symlink():
+        root = Path(folder).resolve()
+        if not path.resolve().is_relative_to(root):
+            raise InputError(f"{where}: {rel!r} leads outside the results folder {folder} "
+                             f"(to {path.resolve()})")
+    return path
+
+
+def logs_inside(folder: Path, cell: Cell, where: str) -> None:
+    """Every file a report reads or links for a cell stays under the results folder."""
+    for key, rel in (("logs.build", cell.logs.build), ("logs.console", cell.logs.console),
+                     ("logs.console's ktap.txt", cell.logs.ktap)):
+        inside(folder, rel, f"{where}.{key}")
+
+
+def load_matrix(folder: Path | str) -> Matrix:
+    """matrix.json of a results folder, checked (and the log files its cells name)."""
+    path = Path(folder) / "matrix.json"
+    doc = schema.read_matrix(Reader(path), parse(path))
+    for i, cell in enumerate(doc.cells):
+        logs_inside(Path(folder), cell, f"{path}: cells[{i}]")
+    return doc
+
+
+def read_cell(path: Path) -> Cell:
+    """One cell.json, checked."""
+    return schema.read_cell(Reader(path), parse(path), "cell")
+
+
+def earlier_cells(folder: Path) -> dict[tuple[str, str], Cell]:
+    """{(version, variant): cell} of every cell.json a results folder holds."""
+    found = {}
+    for path in sorted(Path(folder).glob("*/*/cell.json")):
+        cell = read_cell(path)
+        if cell.where != (path.parent.parent.name, path.parent.name):
+            raise InputError(f"{path}: holds {cell.version} {cell.variant}, "
+                             "not the cell its folder names")
+        logs_inside(folder, cell, f"{path}: cell")
+        found[cell.where] = cell
+    return found
+
+
+# -- holding a folder ---------------------------------------------------------------
+
+def unique_folder(parent: Path, stem: str) -> Path:
+    """A new, empty parent/stem (stem-2, stem-3, ... when it is taken)."""
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        folder = Path(parent) / (stem if n == 1 else f"{stem}-{n}")
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+    raise InputError(f"{parent}: no free folder name for {stem}")
+
+
+def refuse_used(folder: Path) -> None:
+    """A new run's folder must hold no results: its matrix.json would replace theirs."""
+    if Path(folder).is_dir() and any(entry.name != LOCK for entry in Path(folder).iterdir()):
+        raise InputError(f"--out {folder} already holds results; finish that run with "
+                         f"'--resume {folder}', or choose an empty or new folder")
+
+
+@contextmanager
+def writing(folder: Path, resume: bool = False) -> Iterator[None]:
+    """Hold a results folder for one run; a second run on it is refused at once,
+    and so is a folder with results in it unless the run resumes them."""
+    if not resume:
+        refuse_used(folder)  # before the lock file is written
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        handle = open(Path(folder) / LOCK, "a+")
+    except OSError as err:
+        raise OutputError(f"{folder}: cannot hold the results folder: "
+                          f"{err.strerror or err}") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another run"
+            raise InputError(f"{folder}: {holder} is writing this results folder; "
+                             "wait for it or choose another --out") from None
+        if not resume:
+            refuse_used(folder)  # a run that took the lock just before us
+        with holding(handle, f"pid {os.getpid()}"):
+            yield
+
+
+def empty(folder: Path) -> None:
+    """Everything in a folder this process holds (writing()) but its lock, removed."""
+    for entry in Path(folder).iterdir():
+        if entry.name == LOCK:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+# -- writing -----------------------------------------------------------------------
+
+def write_text(path: Path, text: str) -> None:
+    """path replaced by text at once, or an OutputError with path as it was."""
+    try:
+        write_atomic(path, text)
+    except OSError as err:
+        raise OutputError(f"{path}: cannot write: {err.strerror or err}; the file there "
+                          "(if any) is as it was") from None
+
+
+def write_cell(out: Path, cell: Cell) -> None:
+    write_text(Path(out) / cell.version / cell.variant.name / "cell.json",
+               json.dumps(schema.write_cell(cell), indent=2) + "\n")
+
+
+def document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> str:
+    """matrix.json's text, with its "kcidb" view computed from the cells; its
+    URLs lead where the folder is published (kcidb.artifacts)."""
+    data = schema.write_matrix(doc)
+    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
+    return json.dumps(data, indent=2) + "\n"
+
+
+def write_document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> None:
+    write_text(Path(out) / "matrix.json", document(out, doc, artifacts_url))
+
+
+def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
+    """Copy each source's per-version folders into out, so the cells' log paths
+    hold there. Version names were checked when each matrix.json was read;
+    links are left out (a job's artifact must not copy the host's files into
+    the report), and anything else that is not a file or a folder is refused
+    before a file is copied."""
+    plan: list[tuple[Path, Path]] = []
+    for folder in dirs:
+        for version in sorted({c.version for c in load_matrix(folder).cells}):
+            source = Path(folder) / version
+            if source.is_dir() and not source.is_symlink():
+                plan += files_below(source, Path(out) / version)
+    for source, dest in plan:
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            fd = open_regular(source)
+            with os.fdopen(fd, "rb") as reading, open(dest, "wb") as writing_:
+                shutil.copyfileobj(reading, writing_)
+            shutil.copystat(source, dest)
+        except OSError as err:
+            raise OutputError(f"{dest}: cannot copy {source}: {err.strerror or err}") from None
+
+
+def files_below(source: Path, dest: Path) -> list[tuple[Path, Path]]:
+    found = []
+    for entry in sorted(source.iterdir()):
+        mode = entry.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            continue
+        if stat.S_ISDIR(mode):
+            found += files_below(entry, dest / entry.name)
+        elif stat.S_ISREG(mode):
+            found.append((entry, dest / entry.name))
+        else:
+            raise InputError(f"{entry}: not a regular file, a folder or a link: not a "
+                             "result taintport writes")
+    return found
+
+
+class Folder:
+    """The results folder of one run: its cells as they finish, in the order
+    asked for, and with --resume the cells it already held."""
+
+    def __init__(self, out: Path, started: str, tools: dict[str, str]) -> None:
+        self.out = Path(out)
+        self.started = started
+        self.tools = tools
+        self.accelerator: Accel | None = None
+        self.earlier: dict[tuple[str, str], Cell] = {}
+        self.cells: dict[tuple[str, str], Cell] = {}
+        self.order: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    def read_earlier(self) -> None:
+        """--resume: the cells the folder holds now (an error names a bad one)."""
+        self.earlier = earlier_cells(self.out)
+
+    def finished_earlier(self, version: str, variant: Variant, key: str) -> Cell | None:
+        """--resume: a cell this folder already holds, made from the inputs of
+        now (errors, and cells whose inputs changed since, are run again)."""
+        cell = self.earlier.get((version, variant.name))
+        if cell is None or cell.status is Status.ERROR or cell.key != key:
+            return None
+        cell.resumed = True
+        return cell
+
+    def publish(self, cell: Cell) -> None:
+        """cell.json and matrix.json, written at once: a stop loses no finished cell."""
+        with self.lock:
+            self.cells[cell.where] = cell
+            write_cell(self.out, cell)
+            write_document(self.out, self.matrix())
+
+    def published(self, version: str, variant: Variant) -> Cell | None:
+        with self.lock:
+            return self.cells.get((version, variant.name))
+
+    def ordered_cells(self) -> list[Cell]:
+        """This run's cells in order; with --resume, the folder's other cells stay."""
+        ran = [self.cells.get(k) or self.earlier.get(k) for k in self.order]
+        kept = [cell for k, cell in sorted(self.earlier.items()) if k not in self.order]
+        return [cell for cell in ran if cell] + kept
+
+    def matrix(self) -> Matrix:
+        return Matrix(cells=self.ordered_cells(), started=self.started, tools=self.tools,
+                      accelerator=self.accelerator)
