@@ -173,9 +173,10 @@ def test_reports_name_the_upload_and_which_releases_users_have_the_bug():
     from taintport.results import report
     from taintport.results.cells import Cell, Inputs, Matrix
     from taintport.results.reports import summary
+    from taintport.tree.variants import named
 
     def known_bug(name, variant, release, suite, package, version):
-        cell = Cell.new(name, variant, {"unsigned": FixState.PRESENT,
+        cell = Cell.new(name, named(variant), {"unsigned": FixState.PRESENT,
                                         "livepatch": FixState.MISSING})
         cell.status = Status.KNOWN_BUG
         cell.inputs = Inputs(package=package, package_version=version, release=release,
