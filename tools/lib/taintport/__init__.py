@@ -1,13 +1,20 @@
 """taintport: one folder per stage of the pipeline, each importing only those before it.
 
-tree/     versions, fetch, series    the pinned source and its variants (quilt)
-layer/    engine, fixes/, ...        the family of fixes carried onto a tree
+leaves    errors, digest, debversion,  what every stage uses: errors, checksums,
+          names, process, family,    Debian version order, validated names,
+          journal, cache             child processes, the fix family's metadata,
+                                     atomic file replacement, the cache folders
+tree/     versions, variants, fetch, the pinned upload, the variant table, the
+          series, quilt              fetched source and its variants (quilt)
+layer/    engine, fixes/, spatch,    the family of fixes carried onto a tree, judged
+          carry, dep3, ...           by the semantic patches alone
 kernel/   kconfig, build, binary,    the kernel built (or Debian's binary), its
           initramfs, boot            modules, dracut image and QEMU boot
 judge/    ktap, verdict              what the guest printed, against the expectations
-results/  cells, reader, report,     the cell and its folder; reports/ renders them
-          reports/
-run/      stages, matrix, ...        the cells' chain, workers and progress
+results/  cells, schema, folder,     the cell, its JSON schema and its folder;
+          report, reports/           reports/ renders them
+run/      sources, stages, matrix,   the cells' chain, workers and progress
+          ...
 cli.py, ci.py                        the command line and the CI pipelines
 """
 from pathlib import Path
