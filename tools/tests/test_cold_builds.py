@@ -60,3 +60,24 @@ def test_the_kvm_probe_does_not_stop_the_builds(tmp_path, monkeypatch):
         assert state(running.pid, "S") == "S"
     finally:
         end(running)
+
+
+def test_a_cold_build_waiting_for_its_turn_says_so(tmp_path, monkeypatch):
+    """In a log the stage a waiting kernel shows is its wait, not the apply
+    before it running for as long as the other kernel's cold build."""
+    import io
+    said = io.StringIO()
+    chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
+                  Progress(0, stream=said), jobs=1, timeout=10)
+    monkeypatch.setattr(build, "build_variant", lambda *args: "built")
+    version = SimpleNamespace(name="b", version="1", source_dir="linux-source-1")
+    with chain.cold_build:  # another kernel's cold build
+        lane = threading.Thread(target=chain.compile,
+                                args=(version, tmp_path, Cell.new("b", named("upstream"), {}),
+                                      tmp_path / "b.log"))
+        lane.start()
+        time.sleep(0.3)
+        assert lane.is_alive()
+        assert "[b upstream] build waits: one cold build at a time" in said.getvalue()
+    lane.join(5)
+    assert "[b upstream] build\n" in said.getvalue()

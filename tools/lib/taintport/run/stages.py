@@ -136,6 +136,11 @@ class Chain:
         turn: AbstractContextManager[object] = nullcontext()
         if cold:
             turn = self.cold_build
+            if self.cold_build.locked():
+                # said, or the log shows the stage before (apply) running for
+                # as long as the other kernel's cold build takes
+                self.progress.stage(f"{cell.version} {cell.variant}",
+                                    "build waits: one cold build at a time")
         with turn:
             return self.timed(cell, "build", build.build_variant, tree, build_dir,
                               version.name, self.cache.artifacts(version, cell.variant.name),
