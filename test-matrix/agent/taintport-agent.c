@@ -645,13 +645,29 @@ static bool klp_transition_done(const struct load *l)
 	return read_text(path, text, sizeof(text)) >= 0 && text[0] == '0';
 }
 
-/* the patch is freed, and with it the reference it held on its module */
+/* the patch's kobject is released: its sysfs folder is gone */
 static bool klp_gone(const struct load *l)
 {
 	char path[PATH_SIZE];
 
 	klp_path(l, NULL, path, sizeof(path));
 	return access(path, F_OK) && errno == ENOENT;
+}
+
+/*
+ * klp_free_patch_finish() drops the patch's reference on its module only
+ * after the kobject (the sysfs folder) is gone, from a work item: until
+ * then delete_module() says EWOULDBLOCK (seen on Debian's 6.12.118 binary).
+ */
+static bool klp_module_released(const struct load *l)
+{
+	char path[PATH_SIZE];
+	char text[16];
+
+	snprintf(path, sizeof(path), "/sys/module/%s/refcnt",
+		 l->mode->module->name);
+	return read_text(path, text, sizeof(text)) >= 0 &&
+	       strtol(text, NULL, 10) == 0;
 }
 
 /* polls done() every 10 ms; about how long it took, or -1 past KLP_WAIT_MS */
@@ -961,11 +977,19 @@ static void klp_disable(const struct load *l)
 	}
 	klp_path(l, NULL, path, sizeof(path));
 	waited = klp_wait(l, klp_gone);
-	if (waited < 0)
+	if (waited < 0) {
 		ktap_print_msg("%s: %s still there after %d ms", name, path,
 			       KLP_WAIT_MS);
+		return;
+	}
+	ktap_print_msg("%s: %s gone after %d ms", name, path, waited);
+	waited = klp_wait(l, klp_module_released);
+	if (waited < 0)
+		ktap_print_msg("%s: %s still referenced after %d ms", name,
+			       l->mode->module->name, KLP_WAIT_MS);
 	else
-		ktap_print_msg("%s: %s gone after %d ms", name, path, waited);
+		ktap_print_msg("%s: %s released after %d ms", name,
+			       l->mode->module->name, waited);
 }
 
 static void check_unloads(const struct load *l)
