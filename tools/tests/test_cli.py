@@ -1,4 +1,5 @@
 """Bad names on the command line: an error that lists the valid ones, exit 2."""
+import os
 import re
 import subprocess
 import sys
@@ -178,3 +179,16 @@ def test_bench_keeps_the_hand_written_part_of_benchmarks_md(tmp_path):
     text = path.read_text()
     assert "old table" not in text and "new table" in text
     assert text.endswith(bench.KEPT + "\n\n## A cost measured by hand\n\n42 s\n")
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
+    """`taintport versions | head -0`: the pipe is closed before taintport
+    writes; it stops quietly with the status SIGPIPE would give, no traceback."""
+    import signal
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+    proc = subprocess.Popen([*TAINTPORT, "versions"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()
+    said = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 128 + signal.SIGPIPE, said
+    assert "Traceback" not in said and "Exception ignored" not in said, said

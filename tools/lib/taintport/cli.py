@@ -1,6 +1,7 @@
 """Command line: the matrix, and one verb per stage for debugging a single step."""
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -616,12 +617,20 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     cache = Cache(getattr(args, "cache", None))
     try:
-        return VERBS[args.verb](args, cache)
+        code = VERBS[args.verb](args, cache)
+        sys.stdout.flush()  # a closed pipe is met here, not in the interpreter's exit
+        return code
     except TaintportError as err:
         return refused(err)
     except KeyboardInterrupt:
         print("taintport: interrupted; finished cells are kept", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`taintport check ... | head`): stop quietly, as a
+        # tool that SIGPIPE ended would, with the status a shell gives that one
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception:  # noqa: BLE001 - exit 1 would say a kernel misbehaved
         traceback.print_exc()
         print("taintport: error: internal error (a bug in taintport, not in a kernel); "
