@@ -119,9 +119,8 @@ def piece_files(deb: Path, package: str, dest: Path,
 
 def as_version(offer: Offer) -> Version:
     """The offered upload as a version of its own, fetched from its suite."""
-    p, t = offer.published, offer.template
-    return replace(t, package=p.package, version=p.version, sha256=p.sha256, size=p.size,
-                   suite=p.suite, suites=(p.suite,), name=f"{p.suite}-{p.package}")
+    p = offer.published
+    return replace(p.pinning(offer.template), suites=(p.suite,), name=f"{p.suite}-{p.package}")
 
 
 @dataclass

@@ -173,8 +173,7 @@ def previous_upload(cache: Cache, version: Version, log: Path) -> Version:
     if not older:
         raise InputError(f"{', '.join(version.suites)} offer no {version.package} older than "
                          f"{version.version}: no upload to move from")
-    p = older[-1]
-    return replace(version, suite=p.suite, version=p.version, sha256=p.sha256, size=p.size)
+    return older[-1].pinning(version)
 
 
 def compiled(log: Path) -> int:

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Iterable, Sequence
 
@@ -69,6 +69,11 @@ class Published:
     @property
     def pin(self) -> Pin:
         return Pin(self.package, self.version, self.sha256, self.size)
+
+    def pinning(self, version: Version) -> Version:
+        """version with its pin moved to this upload (the descriptor is not touched)."""
+        return replace(version, package=self.package, suite=self.suite, version=self.version,
+                       sha256=self.sha256, size=self.size)
 
 
 @dataclass(frozen=True)
