@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from taintport import cache
 from taintport.cache import Cache
 from taintport.errors import InputError
 from taintport.judge import verdict
@@ -495,6 +497,19 @@ def test_merge_onto_a_full_disk_leaves_its_out_empty(small_disk, taintport):
     proc = taintport("report", "merge", BOOKWORM, "--out", out)
     refused(proc, "No space left on device")
     assert not out.exists() or [p.name for p in out.iterdir()] == [folder.LOCK]
+
+
+def test_a_file_written_whole_has_the_users_mode_and_nothing_beside(tmp_path, monkeypatch):
+    """cache.write_atomic is journal.replace_file with the user's umask (read
+    once at import): a results file others may read, not journal's 0644 for a
+    tree's files nor mkstemp's 0600."""
+    monkeypatch.setattr(cache, "UMASK", 0o002)
+    target = tmp_path / "run" / "matrix.json"
+    cache.write_atomic(target, "one\n")
+    cache.write_atomic(target, "two\n")
+    assert target.read_text() == "two\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o664
+    assert [p.name for p in target.parent.iterdir()] == ["matrix.json"]
 
 
 def test_a_read_only_folder_is_a_clear_error(small_disk, taintport):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from taintport import names
+from taintport.journal import replace_file
 
 
 class Pinned(Protocol):
@@ -131,22 +132,12 @@ UMASK = _umask()
 
 
 def write_atomic(path: Path | str, text: str) -> None:
-    """Write a file so a reader never sees half of it (results survive a crash)."""
+    """Write a file so a reader never sees half of it (results survive a crash):
+    journal.replace_file, with the mode any file this user creates would have
+    (results and docs are for others to read too)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        # mkstemp makes 0600; results and docs are for others to read too,
-        # as any file this user creates would be
-        os.fchmod(fd, 0o666 & ~UMASK)
-        with os.fdopen(fd, "w") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    replace_file(path, text.encode(), 0o666 & ~UMASK)
 
 
 # Scratch folders (a download, an extraction) are locked (flock on the folder

@@ -86,13 +86,15 @@ def _write(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def replace_file(path: Path, data: bytes) -> None:
-    """One file replaced atomically: written beside, fsynced, renamed over
-    (a reader sees the old content or the new, never a part of either)."""
+def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """One file replaced atomically: written beside, fsynced, renamed over,
+    its folder fsynced (a reader sees the old content or the new, never a part
+    of either, and a crash after the return keeps the new). The one way any
+    file is written whole (cache.write_atomic is this with the user's umask)."""
     path = Path(path)
     temp = path.with_name(f".{path.name}.taintport-{secrets.token_hex(6)}")
     try:
-        _write(temp, data, 0o644)
+        _write(temp, data, mode)
         os.rename(temp, path)
     finally:
         temp.unlink(missing_ok=True)
