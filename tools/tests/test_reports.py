@@ -611,10 +611,87 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     suite = next(s for s in xml if s.get("name") == "bookworm-6.1.upstream")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["status"] == "known-bug" and props["fix.livepatch"] == "missing"
-    assert suite.get("failures") == "0"
     test = next(t for t in kcidb.report(doc, WHERE)["tests"]
                 if t["id"] == "taintport:bookworm-6.1:upstream")
-    assert test["status"] == "PASS" and test["misc"]["fixes"]["livepatch"] == "missing"
+    assert test["misc"]["fixes"]["livepatch"] == "missing"
+
+
+LIVEPATCH_BUG = ["livepatch.events_present", "livepatch.event_fires",
+                 "livepatch.log_no_bad_taint"]
+
+
+def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
+    """bookworm-6.1 as shipped lacks livepatch: upstream's and shipped's
+    verdicts and the checks that show the bug are FAIL, each linked by a
+    present incident to one issue (the fix, the code its culprit, the upstream
+    commit its report); the rest of the cells' checks stay PASS (or SKIP)."""
+    view = kcidb.report(bookworm, WHERE)
+    commit = "e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032"
+    issue, = view["issues"]
+    assert issue["id"] == "taintport:bookworm-6.1:livepatch" and issue["version"] == 1
+    assert issue["culprit"] == {"code": True, "tool": False, "harness": False}
+    assert issue["report_url"] == ("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/"
+                                   f"linux.git/commit/?id={commit}")
+    assert issue["test_status"] == "FAIL"
+    assert "livepatch module tainted K" in issue["comment"] and "6.1.176-1" in issue["comment"]
+    assert issue["misc"]["uploads"] == ["6.1.176-1"]
+    assert issue["misc"]["cells"] == ["upstream", "shipped"]
+    tests = {t["id"]: t for t in view["tests"]}
+    failing = sorted(i for i, t in tests.items() if t["status"] == "FAIL")
+    shown = sorted(f"taintport:bookworm-6.1:{variant}{check}" for variant in ("upstream", "shipped")
+                   for check in ["", *(":" + c for c in LIVEPATCH_BUG)])
+    assert failing == shown
+    linked = {i["test_id"]: i for i in view["incidents"]}
+    assert sorted(linked) == shown and len(view["incidents"]) == len(shown)
+    assert {(i["issue_id"], i["issue_version"], i["present"]) for i in linked.values()} == \
+        {(issue["id"], 1, True)}
+    assert not any("waived" in t for t in view["tests"]), "waived is for unreliable tests"
+    assert tests["taintport:bookworm-6.1:upstream:livepatch.event_fires"]["comment"] == \
+        "livepatch.event_fires: known bug as shipped: livepatch missing (upstream e7bb66f79a7b)"
+    assert tests["taintport:bookworm-6.1:reverted:livepatch.event_fires"]["status"] == "PASS", \
+        "the negative control's bug is the tree taintport made, no known bug"
+    assert bookworm.exit_code == 0
+
+
+def test_a_known_bug_is_not_passed_in_junit_and_fails_nothing(bookworm):
+    """The same checks in junit.xml: <skipped type="known-bug"> naming the fix,
+    so Jenkins and GitLab show them as not passed and no failure marks the
+    build unstable; every other case of those suites is as before."""
+    root = ET.fromstring(junit.render(bookworm))
+    message = "known bug as shipped: livepatch missing (upstream e7bb66f79a7b)"
+    for variant in ("upstream", "shipped"):
+        suite = root.find(f"testsuite[@name='bookworm-6.1.{variant}']")
+        known = [case.get("name") for case in suite.iter("testcase")
+                 if case.find(f"skipped[@type='{junit.KNOWN_BUG}']") is not None]
+        assert known == ["verdict", *LIVEPATCH_BUG], variant
+        assert {s.get("message") for s in suite.iter("skipped")
+                if s.get("type") == junit.KNOWN_BUG} == {message}
+        assert suite.get("failures") == "0" and suite.get("errors") == "0"
+        declared = sum(1 for c in cell(bookworm, variant).checks if c.declared_skip)
+        assert suite.get("skipped") == str(1 + len(LIVEPATCH_BUG) + declared)
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    reverted = root.find("testsuite[@name='bookworm-6.1.reverted']")
+    assert reverted.get("skipped") == "0"
+
+
+def test_each_missing_fix_has_its_issue_and_links_only_its_checks(bookworm):
+    """A tree as shipped that lacks two fixes (bookworm's upstream with the
+    unsigned fix missing too, its checks as the reverted tree showed them):
+    two issues, and each check linked to the fix whose xfail names it."""
+    two = copy.deepcopy(cell(bookworm, "upstream"))
+    two.fixes = {fix: FixState.MISSING for fix in two.fixes}
+    two.checks = copy.deepcopy(cell(bookworm, "reverted").checks)
+    view = kcidb.report(Matrix(cells=[two]), WHERE)
+    assert [i["id"] for i in view["issues"]] == [f"taintport:bookworm-6.1:{fix}"
+                                                 for fix in two.fixes]
+    by_fix = {}
+    for incident in view["incidents"]:
+        by_fix.setdefault(incident["issue_id"].rpartition(":")[2], []).append(
+            incident["test_id"].rpartition(":")[2])
+    xfail = verdict.load(tuple(two.fixes)).xfail
+    for fix, tests in by_fix.items():
+        assert tests[0] == "upstream", "the verdict test shows every missing fix"
+        assert set(tests[1:]) == xfail[fix], fix
 
 
 def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):

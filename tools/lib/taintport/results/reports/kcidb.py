@@ -4,7 +4,9 @@ One checkout per version (the Debian source package plus its quilt series),
 one build per version x variant, one test per check of a cell plus one per
 cell for its verdict. The test statuses defined here are the vocabulary every
 report shares: FAIL is the kernel being wrong, ERROR and MISS the run being
-wrong (see docs/report-schema.md).
+wrong (see docs/report-schema.md). A known bug of a kernel as shipped is an
+`issue` (one per version and missing fix) whose `incidents` link each test
+that shows it; those tests are FAIL, as KCIDB reads an issue's occurrence.
 
 Every URL is absolute, as the schema's `format: uri` demands: a file of the
 results folder (a log, a copy of a quilt patch the run applied) is linked
@@ -25,10 +27,13 @@ from taintport.errors import InputError
 from taintport.judge.verdict import Check
 from taintport.judge.verdict import Status as Verdict
 from taintport.results.cells import Cell, Matrix, Run, word
+from taintport.results.reports import knownbug
 
 ORIGIN = "taintport"
 SCHEMA_VERSION = {"major": 4, "minor": 3}
 EXCERPT_MAX = 16384  # the schema's maxLength for log_excerpt
+# an issue's modification version: its text is made again from each run
+ISSUE_VERSION = 1
 KcidbObject = dict[str, Any]  # an object of the KCIDB schema, as written to matrix.json
 # kcidb-io's origin_pattern: what a KCIDB instance accepts as a submitter's name
 ORIGIN_NAME = re.compile(r"[a-z0-9_]+")
@@ -101,10 +106,15 @@ def check_status(cell: Cell, check: Check) -> Status:
 
 
 def cell_status(cell: Cell) -> Status:
-    # a known bug of the shipped tree is what its expectations say: the
-    # test passed; misc.fixes and the cell's status say which fix is missing
-    return {Verdict.AS_EXPECTED: Status.PASS, Verdict.KNOWN_BUG: Status.PASS,
+    """The status of a cell's verdict test: a known bug of the tree as shipped
+    is FAIL (the kernel users run is wrong), linked to its issues."""
+    return {Verdict.AS_EXPECTED: Status.PASS, Verdict.KNOWN_BUG: Status.FAIL,
             Verdict.UNEXPECTED: Status.FAIL}.get(cell.status, Status.ERROR)
+
+
+def reported_status(cell: Cell, check: Check) -> Status:
+    """A check's test in the KCIDB view: FAIL where it shows a known bug."""
+    return Status.FAIL if knownbug.fixes_shown(cell, check) else check_status(cell, check)
 
 
 def by_version(cells: Sequence[Cell]) -> dict[str, list[Cell]]:
@@ -230,7 +240,9 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
         "id": f"{origin}:{version}:{variant}", "origin": origin,
         "build_id": f"{origin}:{version}:{variant}",
         "path": ORIGIN, "status": cell_status(cell).value,
-        "comment": f"{version} {variant}: {cell.status.value}",
+        "comment": f"{version} {variant}: " + (
+            knownbug.message(cell.missing_fixes()) if cell.status is Verdict.KNOWN_BUG
+            else cell.status.value),
         "log_url": where.url(cell.logs.console) if cell.timings.boot is not None else None,
         "log_excerpt": excerpt[-EXCERPT_MAX:] or None,
         "duration": cell.timings.boot,
@@ -250,17 +262,59 @@ def check_test(cell: Cell, check: Check, run: Run | Matrix, where: Artifacts,
                origin: str) -> KcidbObject:
     version, variant, name = cell.version, cell.variant, check.name
     expected, observed = word(check.expected), word(check.observed)
+    shown = knownbug.fixes_shown(cell, check)
     return compact({
         "id": f"{origin}:{version}:{variant}:{name}", "origin": origin,
         "build_id": f"{origin}:{version}:{variant}",
-        "path": check_path(name), "status": check_status(cell, check).value,
-        "comment": f"{name}: expected {expected}, observed {observed}",
+        "path": check_path(name), "status": reported_status(cell, check).value,
+        "comment": f"{name}: " + (knownbug.message(shown) if shown
+                                  else f"expected {expected}, observed {observed}"),
         "log_url": where.url(cell.logs.console),
         "log_excerpt": "\n".join(evidence(cell, check))[-EXCERPT_MAX:] or None,
         "environment": environment(cell, run),
         "misc": compact({"expected": expected, "observed": observed,
                          "accelerator": cell.accelerator}),
     })
+
+
+def issue_id(origin: str, version: str, fix: str) -> str:
+    """One issue per kernel (version) and fix it lacks as shipped."""
+    return f"{origin}:{version}:{fix}"
+
+
+def issue(bug: knownbug.KnownBug, origin: str) -> KcidbObject:
+    """A fix a kernel lacks as shipped: the bug of its code (culprit), the
+    upstream commit that fixes it (report_url), who runs it (comment, misc)."""
+    info = bug.info
+    return compact({
+        "id": issue_id(origin, bug.version, bug.fix), "version": ISSUE_VERSION, "origin": origin,
+        "report_url": bug.commit_url,
+        "report_subject": info.upstream.subject if info else None,
+        "culprit": {"code": True, "tool": False, "harness": False},
+        "build_valid": True, "test_status": Status.FAIL.value,
+        "comment": bug.describe(),
+        "misc": compact({"version": bug.version, "fix": bug.fix,
+                         "upstream_commit": info.upstream.commit if info else None,
+                         "upstream_release": info.upstream.release if info else None,
+                         "uploads": bug.uploads or None, "users": bug.users or None,
+                         "cells": [c.variant.name for c in bug.cells]}),
+    })
+
+
+def incidents(cell: Cell, origin: str) -> list[KcidbObject]:
+    """One incident per test of a known-bug cell and fix it shows missing:
+    the verdict test, and each check that is an expected failure of the fix."""
+    if cell.status is not Verdict.KNOWN_BUG:
+        return []
+    version, variant = cell.version, cell.variant
+    shown = [(f"{origin}:{version}:{variant}", cell.missing_fixes())]
+    shown += [(f"{origin}:{version}:{variant}:{check.name}", list(fixes))
+              for check in cell.checks if (fixes := knownbug.fixes_shown(cell, check))]
+    return [{"id": f"{test}:{fix}", "origin": origin,
+             "issue_id": issue_id(origin, version, fix), "issue_version": ISSUE_VERSION,
+             "test_id": test, "present": True,
+             "comment": knownbug.message([fix])}
+            for test, fixes in shown for fix in fixes]
 
 
 def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
@@ -275,5 +329,10 @@ def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
             builds.append(build(cell, run, where, origin))
             tests.append(verdict_test(cell, run, where, origin))
             tests += [check_test(cell, check, run, where, origin) for check in cell.checks]
-    return {"version": dict(SCHEMA_VERSION), "checkouts": checkouts, "builds": builds,
-            "tests": tests}
+    view: KcidbObject = {"version": dict(SCHEMA_VERSION), "checkouts": checkouts,
+                         "builds": builds, "tests": tests}
+    bugs = knownbug.known_bugs(doc.cells)
+    if bugs:
+        view["issues"] = [issue(bug, origin) for bug in bugs]
+        view["incidents"] = [i for cell in doc.cells for i in incidents(cell, origin)]
+    return view
