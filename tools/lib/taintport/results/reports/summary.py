@@ -1,7 +1,8 @@
 """summary.md: an LKFT-style plain-text report, ready to paste into a mail.
 
 Build summary first, then the cells that need a human (unexpected, error),
-then every cell, then the totals as LKFT counts them. A test whose KTAP
+then every cell, then the totals as LKFT counts them (a skipped check
+counted as a skip, so the counts add up to the total). A test whose KTAP
 result is "not ok" and is an expected failure (a bug the negative control
 reproduced, or a known bug of the tree as shipped) is an xfail, not a pass.
 """
@@ -17,10 +18,12 @@ DIAGNOSTICS_SHOWN = 4
 
 
 class Counts(NamedTuple):
+    """Every check in exactly one of the counts after total: they add up to it."""
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0  # ERROR and MISS: the run, not the kernel
+    skipped: int = 0  # SKIP: not observed (declared by the variant, or the agent's)
     xfail: int = 0
 
     def __add__(self, other: tuple[int, ...]) -> "Counts":  # type: ignore[override]
@@ -28,7 +31,7 @@ class Counts(NamedTuple):
 
     def __str__(self) -> str:
         return (f"total: {self.total}, pass: {self.passed}, fail: {self.failed}, "
-                f"error: {self.errors}, xfail: {self.xfail}")
+                f"error: {self.errors}, skip: {self.skipped}, xfail: {self.xfail}")
 
 
 def is_xfail(check: Check) -> bool:
@@ -46,6 +49,7 @@ def counts(cells: Sequence[Cell]) -> Counts:
                 passed=passed and not is_xfail(check),
                 failed=status is kcidb.Status.FAIL,
                 errors=status in (kcidb.Status.ERROR, kcidb.Status.MISS),
+                skipped=status is kcidb.Status.SKIP,
                 xfail=passed and is_xfail(check))
     return total
 
