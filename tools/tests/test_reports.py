@@ -457,6 +457,55 @@ def test_html_cells_that_need_a_human_come_first_and_open(merged):
     assert re.search(r'id="cell-bookworm-6.1-upstream">', text), "clean cells stay closed"
 
 
+class FixTable(HTMLParser):
+    """The "Fixes of the family" table: {(fix, variant): (class, text)}."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.states, self.at = {}, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "td" and "data-fix" in attrs:
+            self.at = (attrs["data-fix"], attrs["data-variant"])
+            self.states[self.at] = (attrs["class"], "")
+
+    def handle_data(self, data):
+        if self.at:
+            self.states[self.at] = (self.states[self.at][0], self.states[self.at][1] + data)
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.at = None
+
+
+def test_html_fix_table_is_green_only_where_the_checks_passed(trixie, bookworm):
+    """trixie's backported cell carries both fixes but is unexpected
+    (unsigned.events_present not ok): its unsigned column is no green
+    "carried"; its livepatch column, whose checks passed, is. The reverted
+    cell broke: neither state is shown. The table's text is padded."""
+    states = FixTable(htmlpage.render(trixie, TRIXIE, folder.read_log)).states
+    assert states[("unsigned", "backported")] == ("fix-contradicted",
+                                                  "carried, but 3 of its checks failed")
+    assert states[("livepatch", "backported")] == ("fix-carried", "carried")
+    assert states[("unsigned", "upstream")] == ("fix-present", "present")
+    assert states[("unsigned", "reverted")] == ("fix-unknown", "reconstructed, not shown")
+    assert re.search(r"trixie-6.12\s+unsigned\s+present\s+reconstructed, not shown\s+"
+                     r"carried, but 3 of its checks failed\n", summary.render(trixie))
+    # what a run that broke afterwards observed is not trusted, even all ok
+    broke = dataclasses.replace(cell(trixie, "upstream"), status=Status.ERROR,
+                                errors=["no end marker: the KTAP output was cut short"])
+    states = FixTable(htmlpage.render(Matrix(cells=[broke]), TRIXIE, folder.read_log)).states
+    assert set(states.values()) == {("fix-unknown", "present, not shown")}
+    green = {k for k, (cls, _) in FixTable(htmlpage.render(
+        bookworm, BOOKWORM, folder.read_log)).states.items() if cls in ("fix-carried",
+                                                                         "fix-present")}
+    assert len(green) == 6, "bookworm: every fixed tree showed its fix"
+    padding = re.search(r"\.grid\.fixes th, \.grid\.fixes td \{ padding: (\d+)px", htmlpage.CSS)
+    assert padding and int(padding.group(1)) > 0
+
+
 def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
     quilt = tmp_path / "quilt" / "bookworm-6.1" / "reverted"
     quilt.mkdir(parents=True)
@@ -627,7 +676,9 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     assert doc.exit_code == 0
     page = htmlpage.render(doc, BOOKWORM, folder.read_log)
     assert 'class="known"' in page and "livepatch module tainted K" in page
-    assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
+    assert '<td class="known-bug"' in page
+    assert re.search(r'<td class="fix-missing" data-fix="livepatch" data-variant="upstream" '
+                     r'title="[^"]*">missing</td>', page)
     xml = ET.fromstring(junit.render(doc))
     suite = next(s for s in xml if s.get("name") == "bookworm-6.1.upstream")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}

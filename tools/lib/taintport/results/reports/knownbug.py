@@ -8,23 +8,16 @@ show them as passed (KCIDB: FAIL linked to an issue; JUnit: skipped with the
 reason), while the run's exit code stays 0: the run showed what it set out to.
 Fix names, commits and bugs come from the family's data, never from here.
 """
-import functools
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from taintport import family
-from taintport.judge import verdict
 from taintport.judge.verdict import Check, Status
 from taintport.results.cells import Cell
+from taintport.results.reports import fixchecks
 
 # where a reader (and a KCIDB dashboard) opens an upstream commit
 COMMIT_URL = "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/commit/?id="
-
-
-@functools.cache
-def xfail() -> dict[str, frozenset[str]]:
-    """{fix: the tests a tree without it fails}, from test-matrix/expectations.toml."""
-    return verdict.load(family.NAMES).xfail
 
 
 def fixes_shown(cell: Cell, check: Check) -> tuple[str, ...]:
@@ -33,7 +26,7 @@ def fixes_shown(cell: Cell, check: Check) -> tuple[str, ...]:
     if cell.status is not Status.KNOWN_BUG or check.expected or not check.matches:
         return ()
     missing = cell.missing_fixes()
-    owners = tuple(fix for fix in missing if check.name in xfail().get(fix, ()))
+    owners = tuple(fix for fix in missing if check.name in fixchecks.xfail().get(fix, ()))
     # expectations.toml changed since the run: the check still shows a missing fix
     return owners or tuple(missing)
 

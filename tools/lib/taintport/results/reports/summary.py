@@ -12,7 +12,7 @@ from typing import NamedTuple, Sequence
 from taintport.judge.verdict import Check, Status
 from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
-from taintport.results.reports import kcidb
+from taintport.results.reports import fixchecks, kcidb
 
 DIAGNOSTICS_SHOWN = 4
 
@@ -101,13 +101,16 @@ def attention(cell: Cell) -> list[str]:
 
 def fix_table(cells: Sequence[Cell]) -> list[str]:
     """Each fix's state in each variant's tree: present, missing (as
-    shipped), reconstructed (the negative control) or carried (taintport)."""
+    shipped), reconstructed (the negative control) or carried (taintport),
+    qualified where the cell's checks of the fix did not show it."""
     grid = report.fix_grid(cells)
     if not grid:
         return ["none recorded"]
+    by_place = {cell.where: cell for cell in cells}
     variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
     rows = [("version", "fix", *variants)]
-    rows += [(version, fix, *(states[v].value if v in states else "-" for v in variants))
+    rows += [(version, fix, *(fixchecks.label(by_place[(version, v)], fix) if v in states
+                              else "-" for v in variants))
              for version, fix, states in grid]
     return columns(rows)
 
