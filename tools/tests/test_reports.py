@@ -677,6 +677,10 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     page = htmlpage.render(doc, BOOKWORM, folder.read_log)
     assert 'class="known"' in page and "livepatch module tainted K" in page
     assert '<td class="known-bug"' in page
+    # in the cell's checks, the three that show the bug are marked so
+    assert len(re.findall(r'<td class="known" title="livepatch\.\w+: known bug as shipped: '
+                          r'livepatch missing \(upstream e7bb66f79a7b\)">not ok</td>', page)) == 6
+    assert "3 show the known bug" in page
     assert re.search(r'<td class="fix-missing" data-fix="livepatch" data-variant="upstream" '
                      r'title="[^"]*">missing</td>', page)
     xml = ET.fromstring(junit.render(doc))
@@ -723,6 +727,19 @@ def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
     assert tests["taintport:bookworm-6.1:reverted:livepatch.event_fires"]["status"] == "PASS", \
         "the negative control's bug is the tree taintport made, no known bug"
     assert bookworm.exit_code == 0
+
+
+def test_a_known_bugs_issue_names_the_releases_whose_users_have_it(bookworm):
+    """A run that recorded where each upload came from: the issue says which
+    release's users run the tree, with the upload."""
+    doc = copy.deepcopy(bookworm)
+    for c in doc.cells:
+        c.inputs.release, c.inputs.suite = "bookworm", "bookworm-security"
+    issue, = kcidb.report(doc, WHERE)["issues"]
+    assert issue["comment"].endswith("livepatch module tainted K, its trace events missing; "
+                                     "the users of bookworm (bookworm-security 6.1.176-1) "
+                                     "have it")
+    assert issue["misc"]["users"] == {"bookworm": ["bookworm-security 6.1.176-1"]}
 
 
 def test_a_known_bug_is_not_passed_in_junit_and_fails_nothing(bookworm):

@@ -14,7 +14,7 @@ from taintport.judge.verdict import Check, Status
 from taintport.results import report, schema
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
 from taintport.results.report import printable
-from taintport.results.reports import fixchecks, kcidb, summary
+from taintport.results.reports import fixchecks, kcidb, knownbug, summary
 from taintport.tree.variants import Variant, table
 
 Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
@@ -117,6 +117,7 @@ td.PASS { color: var(--ok); }
 td.FAIL { background: var(--bad-bg); color: var(--bad); font-weight: 700; }
 td.ERROR, td.MISS { background: var(--err-bg); color: var(--err); font-weight: 700; }
 td.SKIP { color: var(--muted); }
+td.known { background: var(--known-bg); color: var(--known); font-weight: 700; }
 td small { font-family: system-ui, sans-serif; color: var(--muted); font-weight: normal; }
 ul.mismatches { margin: 4px 0; padding-left: 20px; }
 ul.mismatches code { font-weight: 600; }
@@ -255,8 +256,10 @@ def checks_table(cell: Cell) -> str:
         rows.append(f'<tr><th colspan="3" scope="rowgroup">{esc(subtest)}</th></tr>')
         for test, check in checks:
             status = kcidb.check_status(cell, check).value
+            shown = knownbug.fixes_shown(cell, check)
+            kind, title = ("known", knownbug.message(shown)) if shown else (status, status)
             rows.append(f'<tr><td>{esc(test)}</td>'
-                        f'<td class="{status}" title="{esc(check.name)}: {status}">'
+                        f'<td class="{kind}" title="{esc(check.name)}: {esc(title)}">'
                         f'{esc(word(check.observed))}</td>'
                         f'<td>{esc(word(check.expected))}</td></tr>')
     return ('<table class="checks"><thead><tr><th>test</th><th>observed</th>'
@@ -319,6 +322,9 @@ def headline(cell: Cell) -> str:
         facts.append(f"{statuses.count(kcidb.Status.FAIL)} differ")
     if statuses.count(kcidb.Status.MISS):
         facts.append(f"{statuses.count(kcidb.Status.MISS)} not reported")
+    known = sum(1 for c in cell.checks if knownbug.fixes_shown(cell, c))
+    if known:
+        facts.append(f"{known} show the known bug")
     facts += [cell.kernel_release, cell.accelerator]
     facts.append(f"boot {summary.seconds(cell.timings.boot)}")
     return " · ".join(f for f in facts if f)

@@ -82,9 +82,10 @@ class KnownBug:
         who = "; ".join(f"{release} ({', '.join(uploads)})"
                         for release, uploads in self.users.items())
         seen = ", ".join(self.uploads)
+        # a run from before releases were recorded knows the uploads only
+        where = f"; the users of {who} have it" if who else f"; seen on {seen}" if seen else ""
         return (f"{self.version} as shipped lacks {self.fix} (upstream {upstream(self.fix)}): "
-                f"{bug}" + (f"; seen on {seen}" if seen else "")
-                + (f"; the users of {who} have it" if who else ""))
+                f"{bug}{where}")
 
 
 def known_bugs(cells: Sequence[Cell]) -> list[KnownBug]:
