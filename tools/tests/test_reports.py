@@ -11,6 +11,7 @@ tracing's acceptance of it).
 """
 import copy
 import dataclasses
+import datetime
 import hashlib
 import io
 import json
@@ -704,7 +705,10 @@ def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
     view = kcidb.report(bookworm, WHERE)
     commit = "e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032"
     issue, = view["issues"]
-    assert issue["id"] == "taintport:bookworm-6.1:livepatch" and issue["version"] == 1
+    assert issue["id"] == "taintport:bookworm-6.1:livepatch"
+    # KCIDB triages an issue's highest version: the run's start, a later run's higher
+    started = datetime.datetime.fromisoformat(bookworm.started.replace("Z", "+00:00"))
+    assert issue["version"] == int(started.timestamp()) > 0
     assert issue["culprit"] == {"code": True, "tool": False, "harness": False}
     assert issue["report_url"] == ("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/"
                                    f"linux.git/commit/?id={commit}")
@@ -720,7 +724,7 @@ def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
     linked = {i["test_id"]: i for i in view["incidents"]}
     assert sorted(linked) == shown and len(view["incidents"]) == len(shown)
     assert {(i["issue_id"], i["issue_version"], i["present"]) for i in linked.values()} == \
-        {(issue["id"], 1, True)}
+        {(issue["id"], issue["version"], True)}
     assert not any("waived" in t for t in view["tests"]), "waived is for unreliable tests"
     assert tests["taintport:bookworm-6.1:upstream:livepatch.event_fires"]["comment"] == \
         "livepatch.event_fires: known bug as shipped: livepatch missing (upstream e7bb66f79a7b)"
@@ -740,6 +744,18 @@ def test_a_known_bugs_issue_names_the_releases_whose_users_have_it(bookworm):
                                      "the users of bookworm (bookworm-security 6.1.176-1) "
                                      "have it")
     assert issue["misc"]["users"] == {"bookworm": ["bookworm-security 6.1.176-1"]}
+
+
+def test_a_later_run_gives_a_known_bugs_issue_a_higher_version(bookworm):
+    later = copy.deepcopy(bookworm)
+    later.started = "2026-12-05T04:11:44Z"
+    version = kcidb.report(bookworm, WHERE)["issues"][0]["version"]
+    assert kcidb.report(later, WHERE)["issues"][0]["version"] == version + 86400
+    for started in (None, "yesterday"):
+        later.started = started
+        view = kcidb.report(later, WHERE)
+        assert view["issues"][0]["version"] == 0
+        assert {i["issue_version"] for i in view["incidents"]} == {0}
 
 
 def test_a_known_bug_is_not_passed_in_junit_and_fails_nothing(bookworm):

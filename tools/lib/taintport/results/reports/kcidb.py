@@ -14,6 +14,7 @@ where the folder is published (`--artifacts-url BASE`, or the variable a
 generated CI pipeline sets to its job's artifacts), else as a file:// URL of
 the folder itself.
 """
+import datetime
 import enum
 import hashlib
 import os
@@ -32,8 +33,6 @@ from taintport.results.reports import knownbug
 ORIGIN = "taintport"
 SCHEMA_VERSION = {"major": 4, "minor": 3}
 EXCERPT_MAX = 16384  # the schema's maxLength for log_excerpt
-# an issue's modification version: its text is made again from each run
-ISSUE_VERSION = 1
 KcidbObject = dict[str, Any]  # an object of the KCIDB schema, as written to matrix.json
 # kcidb-io's origin_pattern: what a KCIDB instance accepts as a submitter's name
 ORIGIN_NAME = re.compile(r"[a-z0-9_]+")
@@ -282,12 +281,29 @@ def issue_id(origin: str, version: str, fix: str) -> str:
     return f"{origin}:{version}:{fix}"
 
 
-def issue(bug: knownbug.KnownBug, origin: str) -> KcidbObject:
+def issue_version(doc: Matrix, cells: Sequence[Cell]) -> int:
+    """An issue's modification version: KCIDB triages with the highest, so it
+    is the start of the newest run that showed the bug, in seconds since the
+    epoch (a later submission wins); 0 when no run says when it started."""
+    seconds = []
+    for cell in cells:
+        started = doc.run_of(cell).started
+        try:
+            when = datetime.datetime.fromisoformat((started or "").replace("Z", "+00:00"))
+        except ValueError:
+            continue  # a hand-edited start: the version is only an order
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds.append(max(0, int(when.timestamp())))
+    return max(seconds, default=0)
+
+
+def issue(bug: knownbug.KnownBug, version: int, origin: str) -> KcidbObject:
     """A fix a kernel lacks as shipped: the bug of its code (culprit), the
     upstream commit that fixes it (report_url), who runs it (comment, misc)."""
     info = bug.info
     return compact({
-        "id": issue_id(origin, bug.version, bug.fix), "version": ISSUE_VERSION, "origin": origin,
+        "id": issue_id(origin, bug.version, bug.fix), "version": version, "origin": origin,
         "report_url": bug.commit_url,
         "report_subject": info.upstream.subject if info else None,
         "culprit": {"code": True, "tool": False, "harness": False},
@@ -301,7 +317,7 @@ def issue(bug: knownbug.KnownBug, origin: str) -> KcidbObject:
     })
 
 
-def incidents(cell: Cell, origin: str) -> list[KcidbObject]:
+def incidents(cell: Cell, issue_versions: dict[str, int], origin: str) -> list[KcidbObject]:
     """One incident per test of a known-bug cell and fix it shows missing:
     the verdict test, and each check that is an expected failure of the fix."""
     if cell.status is not Verdict.KNOWN_BUG:
@@ -311,7 +327,8 @@ def incidents(cell: Cell, origin: str) -> list[KcidbObject]:
     shown += [(f"{origin}:{version}:{variant}:{check.name}", list(fixes))
               for check in cell.checks if (fixes := knownbug.fixes_shown(cell, check))]
     return [{"id": f"{test}:{fix}", "origin": origin,
-             "issue_id": issue_id(origin, version, fix), "issue_version": ISSUE_VERSION,
+             "issue_id": issue_id(origin, version, fix),
+             "issue_version": issue_versions[issue_id(origin, version, fix)],
              "test_id": test, "present": True,
              "comment": knownbug.message([fix])}
             for test, fixes in shown for fix in fixes]
@@ -333,6 +350,10 @@ def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
                          "builds": builds, "tests": tests}
     bugs = knownbug.known_bugs(doc.cells)
     if bugs:
-        view["issues"] = [issue(bug, origin) for bug in bugs]
-        view["incidents"] = [i for cell in doc.cells for i in incidents(cell, origin)]
+        issue_versions = {issue_id(origin, bug.version, bug.fix): issue_version(doc, bug.cells)
+                          for bug in bugs}
+        view["issues"] = [issue(bug, issue_versions[issue_id(origin, bug.version, bug.fix)],
+                                origin) for bug in bugs]
+        view["incidents"] = [i for cell in doc.cells
+                             for i in incidents(cell, issue_versions, origin)]
     return view
