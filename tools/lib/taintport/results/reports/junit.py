@@ -6,8 +6,8 @@ is an <error> too (the run is wrong). A check that shows a known bug of the
 kernel as shipped is <skipped type="known-bug"> with the missing fix named: not
 passed in Jenkins or GitLab, yet no failure, which would mark the build
 unstable for a finding the run exits 0 on (pytest writes its xfail the same
-way; docs/report-schema.md). Each cell also gets a "verdict"
-testcase, so a cell that never booted still shows; it alone carries the
+way; docs/report-schema.md). Each cell also gets a "verdict" testcase, so a
+cell that never booted still shows; it alone carries the
 cell's errors, which its checks point to: one copy per cell, so the file stays
 within a few times the size of matrix.json. The document is valid against the
 Jenkins xunit plugin's junit-10.xsd, the schema most JUnit consumers follow

@@ -205,7 +205,7 @@ def config_name(cell: Cell) -> str:
 def build(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> KcidbObject:
     version, variant, inputs = cell.version, cell.variant, cell.inputs
     return compact({
-        "id": f"{origin}:{version}:{variant}", "origin": origin,
+        "id": id_of(origin, cell), "origin": origin,
         "checkout_id": f"{origin}:{version}",
         "comment": f"{version} {variant}",
         "architecture": "x86_64",
@@ -236,8 +236,8 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
     version, variant = cell.version, cell.variant
     excerpt = "\n".join(cell.errors + cell.panic)
     return compact({
-        "id": f"{origin}:{version}:{variant}", "origin": origin,
-        "build_id": f"{origin}:{version}:{variant}",
+        "id": id_of(origin, cell), "origin": origin,
+        "build_id": id_of(origin, cell),
         "path": ORIGIN, "status": cell_status(cell).value,
         "comment": f"{version} {variant}: " + (
             knownbug.message(cell.missing_fixes()) if cell.status is Verdict.KNOWN_BUG
@@ -259,12 +259,12 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
 
 def check_test(cell: Cell, check: Check, run: Run | Matrix, where: Artifacts,
                origin: str) -> KcidbObject:
-    version, variant, name = cell.version, cell.variant, check.name
+    name = check.name
     expected, observed = word(check.expected), word(check.observed)
     shown = knownbug.fixes_shown(cell, check)
     return compact({
-        "id": f"{origin}:{version}:{variant}:{name}", "origin": origin,
-        "build_id": f"{origin}:{version}:{variant}",
+        "id": id_of(origin, cell, check), "origin": origin,
+        "build_id": id_of(origin, cell),
         "path": check_path(name), "status": reported_status(cell, check).value,
         "comment": f"{name}: " + (knownbug.message(shown) if shown
                                   else f"expected {expected}, observed {observed}"),
@@ -274,6 +274,11 @@ def check_test(cell: Cell, check: Check, run: Run | Matrix, where: Artifacts,
         "misc": compact({"expected": expected, "observed": observed,
                          "accelerator": cell.accelerator}),
     })
+
+
+def id_of(origin: str, cell: Cell, check: Check | None = None) -> str:
+    """The id of a cell's build and verdict test, or of one of its checks' tests."""
+    return f"{origin}:{cell.version}:{cell.variant}" + (f":{check.name}" if check else "")
 
 
 def issue_id(origin: str, version: str, fix: str) -> str:
@@ -322,9 +327,9 @@ def incidents(cell: Cell, issue_versions: dict[str, int], origin: str) -> list[K
     the verdict test, and each check that is an expected failure of the fix."""
     if cell.status is not Verdict.KNOWN_BUG:
         return []
-    version, variant = cell.version, cell.variant
-    shown = [(f"{origin}:{version}:{variant}", cell.missing_fixes())]
-    shown += [(f"{origin}:{version}:{variant}:{check.name}", list(fixes))
+    version = cell.version
+    shown = [(id_of(origin, cell), cell.missing_fixes())]
+    shown += [(id_of(origin, cell, check), list(fixes))
               for check in cell.checks if (fixes := knownbug.fixes_shown(cell, check))]
     return [{"id": f"{test}:{fix}", "origin": origin,
              "issue_id": issue_id(origin, version, fix),
