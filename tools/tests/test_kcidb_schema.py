@@ -51,9 +51,20 @@ def test_the_validator_enforces_what_kcidb_io_enforces():
             "builds": [{"id": "taintport:x:y", "origin": "taintport",
                         "checkout_id": "taintport:x", "log_url": "file:///r/x/y/build.log"}],
             "tests": [{"id": "taintport:x:y", "origin": "taintport", "build_id": "taintport:x:y",
-                       "status": "PASS", "path": "taintport.a.b"}]}
+                       "status": "FAIL", "path": "taintport.a.b"}],
+            "issues": [{"id": "taintport:x:fix", "version": 1, "origin": "taintport",
+                        "report_url": "https://git.kernel.org/x", "culprit": {"code": True},
+                        "test_status": "FAIL"}],
+            "incidents": [{"id": "taintport:x:y:fix", "origin": "taintport",
+                           "issue_id": "taintport:x:fix", "issue_version": 1,
+                           "test_id": "taintport:x:y", "present": True}]}
     assert kcidb_problems(good) == []
     for where, key, value in [("builds", "log_url", "x/y/build.log"),
+                              ("issues", "version", -1), ("issues", "report_url", "e7bb66f"),
+                              ("issues", "culprit", {"code": True, "kernel": True}),
+                              ("issues", "test_status", "KNOWN"),
+                              ("incidents", "issue_id", "fix"), ("incidents", "present", "yes"),
+                              ("incidents", "waived", True),
                               ("builds", "comment", None), ("builds", "colour", "red"),
                               ("tests", "id", "taintport"), ("tests", "status", "XFAIL"),
                               ("checkouts", "start_time", "2026-12-03 10:00")]:
@@ -61,6 +72,10 @@ def test_the_validator_enforces_what_kcidb_io_enforces():
         bad[where][0][key] = value
         assert kcidb_problems(bad), (where, key, value)
     assert kcidb_problems({**good, "version": {"major": 5}})
+    for where, key in [("issues", "version"), ("incidents", "issue_version")]:
+        bad = copy.deepcopy(good)
+        del bad[where][0][key]
+        assert kcidb_problems(bad), (where, key)
     jsonschema.Draft7Validator.check_schema(json.loads(KCIDB_SCHEMA.read_text()))
 
 
@@ -98,6 +113,18 @@ def test_a_view_without_a_published_place_links_the_folder(results, tmp_path,
         assert (out / rel).is_file(), url
         if name:
             assert (out / rel).read_text() == copied[version][name]
+
+
+def test_a_known_bugs_issues_and_incidents_validate():
+    """bookworm-6.1 as shipped lacks livepatch: the view's issue and the
+    incidents linking its tests meet the schema, each naming a test and an
+    issue of the view."""
+    view = kcidb.report(folder.load_matrix(FIXTURES[0]), kcidb.Artifacts(BASE))
+    assert view["issues"] and view["incidents"]
+    assert kcidb_problems(view) == []
+    tests, issues = {t["id"] for t in view["tests"]}, {i["id"] for i in view["issues"]}
+    assert all(i["test_id"] in tests and i["issue_id"] in issues for i in view["incidents"])
+    assert len({i["id"] for i in view["incidents"]}) == len(view["incidents"])
 
 
 def test_the_variable_a_pipeline_sets_publishes_every_url(tmp_path, monkeypatch):

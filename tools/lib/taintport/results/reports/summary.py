@@ -1,7 +1,8 @@
 """summary.md: an LKFT-style plain-text report, ready to paste into a mail.
 
 Build summary first, then the cells that need a human (unexpected, error),
-then every cell, then the totals as LKFT counts them. A test whose KTAP
+then every cell, then the totals as LKFT counts them (a skipped check
+counted as a skip, so the counts add up to the total). A test whose KTAP
 result is "not ok" and is an expected failure (a bug the negative control
 reproduced, or a known bug of the tree as shipped) is an xfail, not a pass.
 """
@@ -11,16 +12,18 @@ from typing import NamedTuple, Sequence
 from taintport.judge.verdict import Check, Status
 from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
-from taintport.results.reports import kcidb
+from taintport.results.reports import fixchecks, kcidb
 
 DIAGNOSTICS_SHOWN = 4
 
 
 class Counts(NamedTuple):
+    """Every check in exactly one of the counts after total: they add up to it."""
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0  # ERROR and MISS: the run, not the kernel
+    skipped: int = 0  # SKIP: not observed (declared by the variant, or the agent's)
     xfail: int = 0
 
     def __add__(self, other: tuple[int, ...]) -> "Counts":  # type: ignore[override]
@@ -28,7 +31,7 @@ class Counts(NamedTuple):
 
     def __str__(self) -> str:
         return (f"total: {self.total}, pass: {self.passed}, fail: {self.failed}, "
-                f"error: {self.errors}, xfail: {self.xfail}")
+                f"error: {self.errors}, skip: {self.skipped}, xfail: {self.xfail}")
 
 
 def is_xfail(check: Check) -> bool:
@@ -46,6 +49,7 @@ def counts(cells: Sequence[Cell]) -> Counts:
                 passed=passed and not is_xfail(check),
                 failed=status is kcidb.Status.FAIL,
                 errors=status in (kcidb.Status.ERROR, kcidb.Status.MISS),
+                skipped=status is kcidb.Status.SKIP,
                 xfail=passed and is_xfail(check))
     return total
 
@@ -97,13 +101,16 @@ def attention(cell: Cell) -> list[str]:
 
 def fix_table(cells: Sequence[Cell]) -> list[str]:
     """Each fix's state in each variant's tree: present, missing (as
-    shipped), reconstructed (the negative control) or carried (taintport)."""
+    shipped), reconstructed (the negative control) or carried (taintport),
+    qualified where the cell's checks of the fix did not show it."""
     grid = report.fix_grid(cells)
     if not grid:
         return ["none recorded"]
+    by_place = {cell.where: cell for cell in cells}
     variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
     rows = [("version", "fix", *variants)]
-    rows += [(version, fix, *(states[v].value if v in states else "-" for v in variants))
+    rows += [(version, fix, *(fixchecks.label(by_place[(version, v)], fix) if v in states
+                              else "-" for v in variants))
              for version, fix, states in grid]
     return columns(rows)
 
