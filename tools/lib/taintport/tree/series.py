@@ -47,7 +47,7 @@ from pathlib import Path
 from taintport import REPO
 from taintport.errors import InputError
 from taintport.process import appending, require, run
-from taintport.journal import replace_file
+from taintport.atomic import replace_file
 from taintport.tree import variants
 from taintport.tree.quilt import quilt
 from taintport.tree.variants import Variant
