@@ -18,6 +18,7 @@ import pytest
 from taintport.cache import Cache, held, scratch
 from taintport.errors import InputError, RunError
 from taintport.tree import fetch
+from taintport.tree.archive import apt, download, pins
 from taintport.tree.variants import named
 from taintport.tree.versions import Version
 
@@ -200,8 +201,8 @@ def test_an_archive_password_is_never_printed(tmp_path):
     assert "http://127.0.0.1:9/debian" in str(err.value)
     assert "s3cret" not in str(err.value) and "mirror-user" not in str(err.value)
     assert "s3cret" not in (tmp_path / "log").read_text()
-    assert fetch.redacted("https://u:p@host:8443/debian") == "https://host:8443/debian"
-    assert fetch.redacted("file:/srv/mirror") == "file:/srv/mirror"
+    assert apt.redacted("https://u:p@host:8443/debian") == "https://host:8443/debian"
+    assert apt.redacted("file:/srv/mirror") == "file:/srv/mirror"
 
 
 def test_the_next_upload_keeps_the_series_build_folder(tmp_path):
@@ -278,11 +279,11 @@ def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
     arch, good = archive
     cache = Cache(tmp_path / "cache")
     v = version(arch, "9.9.1-1", sha(good))
-    apt = fetch.PrivateApt(cache.apt(), v)
-    apt.root.mkdir(parents=True)
+    private = apt.PrivateApt(cache.apt(), v)
+    private.root.mkdir(parents=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        with held(apt.root / "update.lock", "the testsuite apt index"):
-            second = pool.submit(fetch.fetch_deb, cache, v, tmp_path / "log")
+        with held(private.root / "update.lock", "the testsuite apt index"):
+            second = pool.submit(download.fetch_deb, cache, v, tmp_path / "log")
             # no timing guess: the second says it waits, and is still waiting
             said = ""
             deadline = time.monotonic() + 60
@@ -306,8 +307,8 @@ def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
                     f'suite = "testsuite"\nversion = "9.9.0-1"\nsha256 = "{"0" * 64}"\n'
                     'size = 1\nships = ["unsigned"]\n')
     v = versions.load(path)
-    old, new = fetch.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
-    assert (old, new) == ("testsuite 9.9.0-1", "testsuite 9.9.2-1")
+    moved = pins.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert (moved.old, moved.new) == ("testsuite 9.9.0-1", "testsuite 9.9.2-1")
     moved = versions.load(path)
     assert moved.version == "9.9.2-1"
     assert moved.sha256 == sha(arch / "pool" / f"{PKG}_9.9.2-1_all.deb")
