@@ -2,13 +2,14 @@
 and the leftovers of a killed run removed by the next write, a live run's never."""
 import fcntl
 import os
+import shutil
 import subprocess
 
 import pytest
 
 from conftest import REPO
 from taintport import atomic
-from taintport.atomic import leftovers, replace_file
+from taintport.atomic import TEMP_MARK, leftovers, replace_file
 
 LIB = REPO / "tools" / "lib"
 
@@ -114,3 +115,15 @@ def test_a_sweep_between_creation_and_lock_is_not_a_lost_write(tmp_path, monkeyp
     with pytest.raises(FileNotFoundError):
         replace_file(target, b"new")
     assert not target.exists()
+
+
+def test_report_removes_the_temp_files_a_killed_report_left(tmp_path, taintport):
+    """issue 34: SIGKILL of `report` at a rename left `.junit.xml.taintport-*`
+    files that no rerun removed; the rerun's writes of those files do now."""
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "tools" / "tests" / "data" / "results" / "bookworm-6.1", run)
+    planted = [dead_leftover(run / name) for name in ("junit.xml", "summary.md", "matrix.json")]
+    proc = taintport("report", run)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert not any(p.exists() for p in planted)
+    assert not any(TEMP_MARK in p.name for p in run.rglob("*"))
