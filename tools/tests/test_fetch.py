@@ -304,8 +304,8 @@ def pinned_descriptor(path, arch):
                     f'release = "testsuite"\nsuites = ["testsuite"]  # one suite\n'
                     f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n\n'
                     '# the pin: moved by --repin\n'
-                    f'suite = "testsuite"\nversion = "9.9.0-1"\nsha256 = "{"0" * 64}"\n'
-                    'size = 1\nships = ["unsigned"]\n')
+                    f'suite = "testsuite"\nversion = "9.9.0-1"  # a trailing comment\n'
+                    f'sha256 = "{"0" * 64}"\nsize = 1\nships = ["unsigned"]\n')
     return path
 
 
