@@ -60,9 +60,9 @@ def _locked_new(path: Path, data: bytes, mode: int) -> int:
 
 
 def replace_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
-    """path replaced atomically by data (a new file gets mode): written
-    beside, fsynced, renamed over, its folder fsynced; what a killed run left
-    beside path is removed first."""
+    """path replaced atomically by data, with mode: written beside, fsynced,
+    renamed over, its folder fsynced; what a killed run left beside path is
+    removed first."""
     path = Path(path)
     sweep(path)
     temp = temp_beside(path)
