@@ -138,12 +138,12 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
     """`check --all-point-releases` on bookworm's pinned linux-source-6.1, as it
     checks every point release of that series: the layer as shipped, then
     carried onto the full pre-fix state, byte-identical to the files shipped."""
-    from taintport.tree import fetch
+    from taintport.tree.archive.published import Published
     from taintport.layer import pointreleases
     from taintport.cache import Cache
 
     version = versions.select(["bookworm-6.1"])[0]
-    published = fetch.Published(version.package, version.version, version.sha256,
+    published = Published(version.package, version.version, version.sha256,
                                 version.size, version.suite)
     outcome = pointreleases.check_one(Cache(), version, published, tmp_path / "log",
                                       pointreleases.quilt_for(version.package, version.release,

@@ -500,7 +500,7 @@ def test_merge_onto_a_full_disk_leaves_its_out_empty(small_disk, taintport):
 
 
 def test_a_file_written_whole_has_the_users_mode_and_nothing_beside(tmp_path, monkeypatch):
-    """cache.write_atomic is journal.replace_file with the user's umask (read
+    """cache.write_atomic is atomic.replace_file with the user's umask (read
     once at import): a results file others may read, not journal's 0644 for a
     tree's files nor mkstemp's 0600."""
     monkeypatch.setattr(cache, "UMASK", 0o002)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from taintport import names
-from taintport.journal import replace_file
+from taintport.atomic import replace_file
 
 
 class Pinned(Protocol):
@@ -133,7 +133,7 @@ UMASK = _umask()
 
 def write_atomic(path: Path | str, text: str) -> None:
     """Write a file so a reader never sees half of it (results survive a crash):
-    journal.replace_file, with the mode any file this user creates would have
+    atomic.replace_file, with the mode any file this user creates would have
     (results and docs are for others to read too)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

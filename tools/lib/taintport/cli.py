@@ -14,7 +14,7 @@ from types import FrameType
 from taintport import ci
 from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
-from taintport.kernel import binary, boot, build
+from taintport.kernel import boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
 from taintport.results import compare, folder, render, report
 from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
@@ -22,6 +22,8 @@ from taintport.results.reports import kcidb
 from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
+from taintport.tree.archive import pins
+from taintport.tree.archive.indexes import Indexes, standing
 from taintport.tree.variants import Variant
 from taintport.tree.versions import Version
 
@@ -292,11 +294,9 @@ def cmd_versions(args: Args, cache: Cache) -> int:
         for version in versions.select(names(args.repin), args.versions_dir):
             log = cache.root / "logs" / f"repin-{version.name}.log"
             with cache.locked(version.name):
-                old, new = fetch.repin(cache, version, log)
-                # the binary kernel follows the source it was moved to
-                shipped = binary.repin(cache, versions.load(version.path), log)
-            print(f"{version.name}: {old} -> {new}" if old != new
-                  else f"{version.name}: {old} is still the newest", f"({shipped})")
+                moved = pins.repin(cache, version, log)
+            print(f"{version.name}: {moved.old} -> {moved.new}" if moved.old != moved.new
+                  else f"{version.name}: {moved.old} is still the newest", f"({moved.shipped})")
         return 0
     if args.outdated:
         return outdated(versions.select([], args.versions_dir), cache)
@@ -309,10 +309,10 @@ def cmd_versions(args: Args, cache: Cache) -> int:
 def outdated(chosen: list[Version], cache: Cache) -> int:
     """Each pin against the newest upload its suites serve: exit 1 when one
     is behind (a scheduled CI job's "a new security upload is out")."""
-    indexes = fetch.Indexes(cache, cache.root / "logs" / "versions-outdated.log")
+    indexes = Indexes(cache, cache.root / "logs" / "versions-outdated.log")
     behind = 0
     for v in chosen:
-        now = fetch.standing(indexes, v)
+        now = standing(indexes, v)
         if now.current:
             print(f"{v.name:16} {v.upload}: current (the newest in {', '.join(v.suites)})")
             continue

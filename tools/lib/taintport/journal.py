@@ -31,6 +31,7 @@ import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from taintport.atomic import fsync_dir as _fsync_dir, write_new as _write
 from taintport.errors import InputError
 
 JOURNAL = ".taintport-journal"
@@ -63,42 +64,6 @@ class Entry:
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """path created anew (never through a link), written and fsynced."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & 0o7777)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fchmod(fd, mode & 0o7777)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def replace_file(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """One file replaced atomically: written beside, fsynced, renamed over,
-    its folder fsynced (a reader sees the old content or the new, never a part
-    of either, and a crash after the return keeps the new). The one way any
-    file is written whole (cache.write_atomic is this with the user's umask)."""
-    path = Path(path)
-    temp = path.with_name(f".{path.name}.taintport-{secrets.token_hex(6)}")
-    try:
-        _write(temp, data, mode)
-        os.rename(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
 
 
 class Unsafe(Exception):

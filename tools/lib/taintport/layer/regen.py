@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from taintport.cache import write_atomic
 from taintport.errors import InputError
 from taintport.layer import dep3, engine, fixes, stable
 from taintport.layer.model import FixPatch, LayerPatch, Outcome
@@ -113,8 +114,7 @@ def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
             if name not in wanted:
                 (directory / name).unlink(missing_ok=True)
         for name, text in texts.items():
-            (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            (directory / name).write_text(text)
+            write_atomic(directory / name, text)
         _list(directory / "series", old_generated, list(wanted))
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
@@ -139,7 +139,7 @@ def _list(series_file: Path, old: list[str], new: list[str]) -> None:
         while at + 1 < len(kept) and kept[at + 1].startswith("#"):
             at += 1
         kept[at + 1:at + 1] = mine
-    series_file.write_text("\n".join(kept).rstrip("\n") + "\n")
+    write_atomic(series_file, "\n".join(kept).rstrip("\n") + "\n")
 
 
 def identical_to_patched(tree: Path, quilt_series: series.Series, version_name: str,

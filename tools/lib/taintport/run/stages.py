@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from taintport.cache import Cache
+from taintport.cache import Cache, write_atomic
 from taintport.digest import sha256_of
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
@@ -197,7 +197,7 @@ class Chain:
         cell.qemu_exit_code = booted.exit_code
         text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
         parsed = ktap.parse(text)
-        (cdir / "ktap.txt").write_text("\n".join(parsed.lines) + "\n")
+        write_atomic(cdir / "ktap.txt", "\n".join(parsed.lines) + "\n")
         if booted.timed_out:
             parsed.errors.insert(0, f"guest killed at the {timeout}s timeout")
         uname = UNAME_V.search(text)
