@@ -22,11 +22,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from taintport.errors import InputError
 from taintport.layer.model import FixPatch, PieceState
 from taintport.process import require, run
-from taintport.tree import versions
+from taintport.tree.versions import Version
 
 SEPARATOR = "---\n"
 STABLE_LIST = "stable@vger.kernel.org"
@@ -158,18 +159,56 @@ def patch_file(fix_patch: FixPatch, series: str, identity: Identity | None) -> s
             + SEPARATOR + fix_patch.diff)
 
 
-def affected(fix_patch: FixPatch) -> list[str]:
-    """The distribution kernels of versions/ that ship without the fix."""
-    return [f"{v.distribution.capitalize()} {v.release} ({v.package} {v.version}, {v.suite})"
-            for v in versions.all_versions() if fix_patch.fix.name not in v.ships]
+@dataclass(frozen=True)
+class Change:
+    """What one carried fix does to the files it touches, on top of the fixes
+    before it: {path: bytes} before and after, and each file's git mode."""
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+    modes: dict[str, str]
+
+    def index(self) -> dict[str, str]:
+        """{path: "<blob before>..<blob after> <mode>"}: a mail's index lines."""
+        return {rel: f"{blob(self.before[rel])}..{blob(self.after[rel])} {self.modes[rel]}"
+                for rel in self.before}
 
 
-def mail(fix_patch: FixPatch, branch: str, identity: Identity | None,
-         index: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class Seen:
+    """A boot that showed a fix's bug, as a results folder records it."""
+    fix: str
+    series: str       # the kernel series booted, "6.1"
+    kernel: str       # which kernel: "Debian bookworm's 6.1.176-1, the distribution's binary"
+    run: str          # the results run it came from: "results/2026-12-04T04:11:44Z, started ..."
+
+
+def who_has_it(users: Sequence[Version]) -> str:
+    """Who runs the bug: the distribution kernels of this series whose pinned
+    source lacks the fix (versions/), each by its upload; "" for none."""
+    if not users:
+        return ""
+    kernels = [f"{v.distribution.capitalize()} {v.release} ({v.package} {v.version}, "
+               f"{v.suite})" for v in users]
+    return ("Who has it: the users of " + ", ".join(kernels)
+            + ", whose source as published lacks it.")
+
+
+def booted(seen: Sequence[Seen]) -> str:
+    """What the results runs given showed, each naming its run; "" for none."""
+    if not seen:
+        return ""
+    return ("Booted with the bug seen (the module's trace events missing): "
+            + "; ".join(f"{s.kernel} ({s.run})" for s in seen) + ".")
+
+
+def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Change,
+         diff: str, users: Sequence[Version] = (), seen: Sequence[Seen] = ()) -> str:
     """One fix as a mail for the stable list, `git format-patch` shaped, for a
-    stable branch ("6.1.y"): To the list, Cc upstream's author and signers;
-    below the --- why a stable tree should take it; `index` lines
-    ({path: "old..new mode"}) so `git am -3` can fall back to a merge."""
+    stable branch ("6.1.y"), carrying diff (the branch's own hunk): To the
+    list, Cc upstream's author and signers; below the --- why a stable tree
+    should take it, who has the bug and what booted kernels showed (only
+    from a results run, named); change's index lines so `git am -3` can fall
+    back to a merge."""
     up = fix_patch.fix.info.upstream
     sender = str(identity) if identity else None
     cc = [who for who in dict.fromkeys([up.author, *signers(fix_patch)]) if who != sender]
@@ -178,14 +217,11 @@ def mail(fix_patch: FixPatch, branch: str, identity: Identity | None,
     head += [f"Subject: [PATCH {branch}] {up.subject}", f"To: {STABLE_LIST}"]
     head += ["Cc: " + ",\n ".join(cc)] if cc else []
     why = [fix_patch.fix.info.stable] if fix_patch.fix.info.stable else []
-    kernels = affected(fix_patch)
-    if kernels:
-        why.append(wrap("Distribution kernels that ship without it (booted, the bug seen): "
-                        + ", ".join(kernels) + ".", WIDTH, ""))
+    why += [wrap(text, WIDTH, "") for text in (who_has_it(users), booted(seen)) if text]
     return ("\n".join(head) + "\n\n" + f"commit {up.commit} upstream.\n\n"
             + message(fix_patch, branch.removesuffix(".y"), identity)
             + SEPARATOR + "".join(part + "\n\n" for part in why)
-            + diffstat(fix_patch.diff) + "\n\n" + git_diff(fix_patch.diff, index))
+            + diffstat(diff) + "\n\n" + git_diff(diff, change.index()))
 
 
 def wrap(text: str, width: int, indent: str) -> str:
@@ -236,9 +272,9 @@ def blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def index_lines(tree: Path, carried: tuple[FixPatch, ...]) -> list[dict[str, str]]:
-    """For each carried fix, {path: "<blob before>..<blob after> <mode>"}: each
-    fix's diff applies on top of the ones before it, as the layer made them."""
+def changes(tree: Path, carried: tuple[FixPatch, ...]) -> list[Change]:
+    """For each carried fix, its Change: each fix's diff applies on top of the
+    ones before it, as the layer made them."""
     require("patch", "patch")
     found = []
     with tempfile.TemporaryDirectory(prefix="taintport-index-") as scratch_name:
@@ -249,13 +285,13 @@ def index_lines(tree: Path, carried: tuple[FixPatch, ...]) -> list[dict[str, str
                 if not (scratch / rel).exists():
                     (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(Path(tree) / rel, scratch / rel)
-            before = {rel: blob((scratch / rel).read_bytes()) for rel in paths}
+            before = {rel: (scratch / rel).read_bytes() for rel in paths}
             diff = scratch / ".fix.diff"
             diff.write_text(fix_patch.diff)
             run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i", str(diff)],
                 stage="apply", cwd=scratch)
-            mode = {rel: "100755" if (Path(tree) / rel).stat().st_mode & 0o111 else "100644"
-                    for rel in paths}
-            found.append({rel: f"{before[rel]}..{blob((scratch / rel).read_bytes())} "
-                               f"{mode[rel]}" for rel in paths})
+            modes = {rel: "100755" if (Path(tree) / rel).stat().st_mode & 0o111 else "100644"
+                     for rel in paths}
+            found.append(Change(before, {rel: (scratch / rel).read_bytes() for rel in paths},
+                                modes))
     return found
