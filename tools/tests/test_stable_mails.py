@@ -221,3 +221,34 @@ def test_every_mail_applies_to_the_pinned_tree_of_its_branch(tmp_path, name):
     for i, mail in enumerate(written):
         check = git_apply_check(files, mail, tmp_path / f"check-{i}")
         assert check.returncode == 0, check.stdout + check.stderr
+
+
+RESULTS = Path(__file__).parent / "data" / "results"
+
+
+def test_a_booted_line_only_from_a_results_run_and_naming_it(tmp_path):
+    """Without --results no boot is claimed (above); with the committed
+    bookworm run the line names the upload it booted and when the run
+    started; a run of another series backs nothing in a 5.10.y mail."""
+    _, _, (mail,) = mail_for(tmp_path / "61", "6.1", None, "--signoff", SENDER,
+                             "--results", str(RESULTS / "bookworm-6.1"))
+    below = " ".join(mail.read_text().split("\n---\n", 1)[1].split())
+    assert ("Booted with the bug seen (livepatch module tainted K, its trace events missing) "
+            "in the taintport run started 2026-12-04T04:11:44Z, results folder bookworm-6.1: "
+            "Debian bookworm's linux-source-6.1 6.1.176-1, the tree as the distribution ships "
+            "it, built by us; Debian bookworm's linux-image-6.1.0-50-amd64 6.1.176-1") in below
+    _, _, (mail,) = mail_for(tmp_path / "510", "5.10", None, "--signoff", SENDER,
+                             "--results", str(RESULTS / "bookworm-6.1"))
+    assert "Booted" not in mail.read_text()
+
+
+def test_results_that_back_nothing_are_refused_before_anything_is_written(tmp_path):
+    tree = branch_tree(tmp_path / "tree", "6.1")
+    for results, said in ((RESULTS / "trixie-6.12", "no cell of a tree as shipped shows a "
+                                                    "known bug"),
+                          (tmp_path / "tree", "matrix.json")):
+        proc = export(tree, tmp_path / "mails", "--mail", "--results", str(results))
+        assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+        assert not (tmp_path / "mails").exists()
+    proc = export(tree, tmp_path / "mails", "--results", str(RESULTS / "bookworm-6.1"))
+    assert proc.returncode == 2 and "give --mail too" in proc.stderr

@@ -19,6 +19,7 @@ from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
 from taintport.results import compare, folder, render, report
 from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
+from taintport.results.seen import seen
 from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
@@ -190,6 +191,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--signoff", metavar="'NAME <MAIL>'",
                    help="with --tree: who carries the patches: the name on a backport note "
                         "and your Signed-off-by (default: git's user.name and user.email)")
+    p.add_argument("--results", type=Path, metavar="DIR",
+                   help="with --mail: a results folder whose boots of the tree as shipped "
+                        "back the mail's 'booted with the bug seen' line (left out without)")
 
     p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
     add_common(p)
@@ -417,11 +421,15 @@ def cmd_apply(args: Args, cache: Cache) -> int:
             raise InputError("use either --tree DIR or --version/--variant, not both")
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
+        if args.results and not args.mail:
+            raise InputError("--results backs a stable mail's 'booted' line: give --mail too")
+        boots = seen(args.results) if args.results else []
         identity = (dep3.parse_identity(args.signoff) if args.signoff
                     else dep3.git_identity(args.tree))
         none: Mapping[str, str] = {}
         if args.export:
-            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity)
+            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity,
+                                boots)
             none = done.no_mail
         else:
             done = carry.apply(args.tree, given_params(args),

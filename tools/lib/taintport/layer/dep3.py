@@ -179,7 +179,7 @@ class Seen:
     fix: str
     series: str       # the kernel series booted, "6.1"
     kernel: str       # which kernel: "Debian bookworm's 6.1.176-1, the distribution's binary"
-    run: str          # the results run it came from: "results/2026-12-04T04:11:44Z, started ..."
+    run: str          # the results run it came from: its start and folder
 
 
 def who_has_it(users: Sequence[Version]) -> str:
@@ -193,12 +193,13 @@ def who_has_it(users: Sequence[Version]) -> str:
             + ", whose source as published lacks it.")
 
 
-def booted(seen: Sequence[Seen]) -> str:
-    """What the results runs given showed, each naming its run; "" for none."""
-    if not seen:
-        return ""
-    return ("Booted with the bug seen (the module's trace events missing): "
-            + "; ".join(f"{s.kernel} ({s.run})" for s in seen) + ".")
+def booted(bug: str, seen: Sequence[Seen]) -> str:
+    """What the results runs given showed, by run; "" for none."""
+    runs: dict[str, list[str]] = {}
+    for boot in seen:
+        runs.setdefault(boot.run, []).append(boot.kernel)
+    return " ".join(f"Booted with the bug seen ({bug}) in {run}: " + "; ".join(kernels) + "."
+                    for run, kernels in runs.items())
 
 
 def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Change,
@@ -217,7 +218,8 @@ def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Ch
     head += [f"Subject: [PATCH {branch}] {up.subject}", f"To: {STABLE_LIST}"]
     head += ["Cc: " + ",\n ".join(cc)] if cc else []
     why = [fix_patch.fix.info.stable] if fix_patch.fix.info.stable else []
-    why += [wrap(text, WIDTH, "") for text in (who_has_it(users), booted(seen)) if text]
+    why += [wrap(text, WIDTH, "") for text in (who_has_it(users),
+                                                booted(fix_patch.fix.info.bug, seen)) if text]
     return ("\n".join(head) + "\n\n" + f"commit {up.commit} upstream.\n\n"
             + message(fix_patch, branch.removesuffix(".y"), identity)
             + SEPARATOR + "".join(part + "\n\n" for part in why)
