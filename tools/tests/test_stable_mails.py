@@ -6,6 +6,8 @@ SMTP command (dry run, then a real hand-over), and, on the fetched trees
 (test_trees.py), the tree's own scripts/checkpatch.pl. Only a series upstream
 maintains gets a mail (layer/stable.py); any other tree gets the
 distribution patch, and is told why."""
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -252,3 +254,19 @@ def test_results_that_back_nothing_are_refused_before_anything_is_written(tmp_pa
         assert not (tmp_path / "mails").exists()
     proc = export(tree, tmp_path / "mails", "--results", str(RESULTS / "bookworm-6.1"))
     assert proc.returncode == 2 and "give --mail too" in proc.stderr
+
+
+def test_a_run_where_the_bug_did_not_show_as_expected_backs_nothing(tmp_path):
+    """The same bookworm run, its cells' verdicts turned to unexpected: no boot
+    there showed the bug as the expectations say it, so no line claims one."""
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / "bookworm-6.1", results)
+    doc = json.loads((results / "matrix.json").read_text())
+    for cell in doc["cells"]:
+        cell["status"] = "unexpected" if cell["status"] == "known-bug" else cell["status"]
+    doc["exit_code"] = 1  # as the reader checks: a kernel came out wrong
+    (results / "matrix.json").write_text(json.dumps(doc))
+    proc = export(branch_tree(tmp_path / "tree", "6.1"), tmp_path / "mails", "--mail",
+                  "--results", str(results))
+    assert proc.returncode == 2 and "no cell of a tree as shipped shows a known bug" in \
+        proc.stderr, proc.stderr
