@@ -6,9 +6,11 @@ SMTP command (dry run, then a real hand-over), and, on the fetched trees
 (test_trees.py), the tree's own scripts/checkpatch.pl. Only a series upstream
 maintains gets a mail (layer/stable.py); any other tree gets the
 distribution patch, and is told why."""
+import email
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import pytest
 
 from consumer_checks import git_am, git_repository, mailinfo, send_email
 from taintport.cache import Cache
-from taintport.layer import fixes, stable
+from taintport.layer import carry, engine, fixes, stable
 from taintport.tree import fetch, series, versions
 from test_patch_headers import SENDER, export, own_tree
 
@@ -63,11 +65,11 @@ def mail_for(tmp_path, series, mask, *extra, text=None):
 def test_a_61_mail_applies_with_git_am_and_says_who_and_why(tmp_path):
     tree, proc, (mail,) = mail_for(tmp_path, "6.1", None, "--signoff", SENDER)
     text = mail.read_text()
-    head = text.split("\n\n", 1)[0]
-    assert "\nSubject: [PATCH 6.1.y] tracepoint: Allow livepatch module add trace event\n" \
-        in head
-    assert "\nTo: stable@vger.kernel.org\n" in head
-    assert f"\nCc: {AUTHOR},\n {ROSTEDT}" in head, "the upstream author and signers"
+    head = email.message_from_string(text)  # compat32: keeps "(Google)", a comment to RFC 5322
+    assert head["Subject"] == "[PATCH 6.1.y] tracepoint: Allow livepatch module add trace event"
+    assert head["To"] == "stable@vger.kernel.org"
+    assert " ".join(head["Cc"].split()) == f"{AUTHOR}, {ROSTEDT}", \
+        "the upstream author and signers"
     assert "\ncommit e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032 upstream.\n" in text
     message, below = text.split("\n---\n", 1)
     assert message.endswith(f"Signed-off-by: {SENDER}"), "the sender signs last"
@@ -270,3 +272,22 @@ def test_a_run_where_the_bug_did_not_show_as_expected_backs_nothing(tmp_path):
                   "--results", str(results))
     assert proc.returncode == 2 and "no cell of a tree as shipped shows a known bug" in \
         proc.stderr, proc.stderr
+
+
+def test_a_name_that_is_not_ascii_is_encoded_as_rfc_2047_says(tmp_path):
+    """Upstream's author with a name beyond ASCII: the header is RFC 2047
+    encoded (ASCII on the wire) and git mailinfo reads the name back."""
+    up = LIVEPATCH.info.upstream
+    author = replace(LIVEPATCH, info=replace(LIVEPATCH.info, upstream=replace(
+        up, author="Jöhn Dœ-Ünïcode <jd@example.org>")))
+    family = tuple(author if f.name == LIVEPATCH.name else f for f in fixes.FIXES)
+    tree = branch_tree(tmp_path / "tree", "6.1")
+    texts, none = carry.mails(tree, engine.generate(tree, family), None)
+    assert none == {}
+    (text,) = texts.values()
+    head = text.split("\n\n", 1)[0]
+    assert head.isascii() and "From: =?utf-8?" in head
+    mail = tmp_path / "mail.patch"
+    mail.write_text(text)
+    info, _, _ = mailinfo(mail)
+    assert (info["Author"], info["Email"]) == ("Jöhn Dœ-Ünïcode", "jd@example.org")

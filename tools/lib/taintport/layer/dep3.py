@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
 from typing import Sequence
 
@@ -205,25 +207,34 @@ def booted(bug: str, seen: Sequence[Seen]) -> str:
 def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Change,
          diff: str, users: Sequence[Version] = (), seen: Sequence[Seen] = ()) -> str:
     """One fix as a mail for the stable list, `git format-patch` shaped, for a
-    stable branch ("6.1.y"), carrying diff (the branch's own hunk): To the
-    list, Cc upstream's author and signers; below the --- why a stable tree
+    stable branch ("6.1.y"), carrying diff (the branch's own hunk): headers by
+    the standard library's email (RFC 2047 for a name that is not ASCII, folded
+    as RFC 5322 says), To the list, Cc upstream's author and signers; below the --- why a stable tree
     should take it, who has the bug and what booted kernels showed (only
     from a results run, named); change's index lines so `git am -3` can fall
     back to a merge."""
     up = fix_patch.fix.info.upstream
     sender = str(identity) if identity else None
     cc = [who for who in dict.fromkeys([up.author, *signers(fix_patch)]) if who != sender]
-    head = [f"From {up.commit} Mon Sep 17 00:00:00 2001", f"From: {up.author}"]
-    head += [f"Date: {up.date}"] if up.date else []
-    head += [f"Subject: [PATCH {branch}] {up.subject}", f"To: {STABLE_LIST}"]
-    head += ["Cc: " + ",\n ".join(cc)] if cc else []
     why = [fix_patch.fix.info.stable] if fix_patch.fix.info.stable else []
     why += [wrap(text, WIDTH, "") for text in (who_has_it(users),
                                                 booted(fix_patch.fix.info.bug, seen)) if text]
-    return ("\n".join(head) + "\n\n" + f"commit {up.commit} upstream.\n\n"
-            + message(fix_patch, branch.removesuffix(".y"), identity)
-            + SEPARATOR + "".join(part + "\n\n" for part in why)
-            + diffstat(diff) + "\n\n" + git_diff(diff, change.index()))
+    head = EmailMessage(policy=policy.default)
+    # git format-patch's first line: the commit, and the date git always writes there
+    head.set_unixfrom(f"From {up.commit} Mon Sep 17 00:00:00 2001")
+    head["From"] = up.author
+    if up.date:
+        head["Date"] = up.date
+    head["Subject"] = f"[PATCH {branch}] {up.subject}"
+    head["To"] = STABLE_LIST
+    if cc:
+        head["Cc"] = cc
+    head.set_content(f"commit {up.commit} upstream.\n\n"
+                     + message(fix_patch, branch.removesuffix(".y"), identity)
+                     + SEPARATOR + "".join(part + "\n\n" for part in why)
+                     + diffstat(diff) + "\n\n" + git_diff(diff, change.index()), cte="8bit")
+    # bytes: a str generator would turn an 8bit body into base64
+    return head.as_bytes(unixfrom=True).decode()
 
 
 def wrap(text: str, width: int, indent: str) -> str:
