@@ -16,6 +16,7 @@ from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
 from taintport.kernel import binary, boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
+from taintport.layer.model import FixCondition, PieceState
 from taintport.results import compare, folder, render, report
 from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
@@ -407,8 +408,10 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
         fix = state.fix
         rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
                      state.not_applicable or fix.info.title))
-        rows += [(f"  {p.name}", p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
-                  p.detail) for p in state.pieces]
+        # a tree that cannot have the bug lacks no piece: its place is not a gap
+        rows += [(f"  {p.name}", FixCondition.NOT_APPLICABLE.value
+                  if state.not_applicable and p.state is PieceState.MISSING else p.state.value,
+                  f"{p.path}:{p.line}" if p.line else p.path, p.detail) for p in state.pieces]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
@@ -436,7 +439,7 @@ def cmd_apply(args: Args, cache: Cache) -> int:
                                cache.root / "logs" / "apply-tree.log", identity)
         if done.recovered:
             print(f"{args.export or args.tree}: {done.recovered}")
-        print(f"{args.tree}: {done.layer.summary}")
+        print(f"{args.tree}: {done.layer.describe(carry.pushed(args.tree, done.layer))}")
         for fix, why in none.items():
             print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
         for path in done.written:

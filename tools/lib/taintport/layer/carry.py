@@ -26,7 +26,7 @@ from taintport.errors import InputError, TaintportError
 from taintport.journal import JOURNAL, Change, commit, recover, sha256
 from taintport.layer import debian_patches, dep3, engine, fixes, stable
 from taintport.layer.dep3 import Identity
-from taintport.layer.model import LayerPatch, Params
+from taintport.layer.model import LayerPatch, Outcome, Params
 from taintport.process import require
 from taintport.tree.quilt import PC, quilt
 
@@ -78,6 +78,22 @@ def mails(tree: Path, layer: LayerPatch, identity: Identity | None,
                 fp, branch, identity, change, code.diff, stable.users(series, fp.fix),
                 [s for s in seen if s.fix == fp.fix.name and s.series == series])
     return texts, none
+
+
+def pushed(tree: Path, layer: LayerPatch) -> dict[str, str]:
+    """{fix: "patches/taintport/NNNN-....patch"} for each fix the tree has only
+    because quilt has taintport's own patch of it applied (an earlier apply),
+    not because upstream's code was there: what a second run must say."""
+    data = _read(Path(tree) / PC / "applied-patches")
+    applied = data.decode(errors="replace").split() if data else []
+    found = {}
+    for fp in layer.patches:
+        if fp.outcome is Outcome.ALREADY_UPSTREAM:
+            ours = [name for name in applied if name.startswith(f"{FOLDER}/")
+                    and name.endswith(f"-{fp.fix.patch_name}.patch")]
+            if ours:
+                found[fp.fix.name] = f"{PATCHES}/{ours[-1]}"
+    return found
 
 
 def series_names(text: str) -> list[str]:

@@ -44,6 +44,14 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
     missing piece in the same run, into the output file."""
     candidates = spec.candidates(version)
     existing = [rel for rel in candidates if (root / rel).is_file()]
+    for rel in existing:
+        # no judge can say what a file half-way through a merge holds
+        marker = sources.conflict_marker((root / rel).read_text(errors="replace"))
+        if marker is not None:
+            line, sign = marker
+            return (Piece(spec.name, rel, line, PieceState.UNRECOGNISED,
+                          f"a merged file, found an unresolved conflict marker ({sign} at "
+                          f"line {line}): resolve the merge first"), frozenset(), None)
     if spec.judge is not None:
         for rel in existing:
             found = spec.judge((root / rel).read_text(), rel, params)
@@ -120,7 +128,8 @@ def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
     if piece.state is PieceState.NO_FILE:
         raise LayerError(piece.name, piece.path, f"the file ({spec.expected}); file not found")
     if piece.state is PieceState.UNRECOGNISED:
-        raise LayerError(piece.name, piece.path, spec.expected)
+        raise LayerError(piece.name, f"{piece.path}:{piece.line}" if piece.line else piece.path,
+                         piece.detail or spec.expected)
     if piece.state is PieceState.CONFLICTING:
         raise LayerError(piece.name, f"{piece.path}:{piece.line}",
                          f"room for the fix, but {piece.detail}")

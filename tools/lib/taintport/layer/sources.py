@@ -75,6 +75,18 @@ def kernel_version(root: Path) -> tuple[int, int] | None:
     return int(found["VERSION"]), int(found["PATCHLEVEL"])
 
 
+# what git, quilt's merge and diff3 leave where a merge did not resolve
+CONFLICT_MARKER = re.compile(r"^(<{7}|={7}|>{7}|\|{7})(?: |$)", re.M)
+
+
+def conflict_marker(text: str) -> tuple[int, str] | None:
+    """(line, marker) of the first unresolved merge conflict marker in text."""
+    found = CONFLICT_MARKER.search(text)
+    if found is None:
+        return None
+    return text.count("\n", 0, found.start()) + 1, found.group(1)
+
+
 COMMENT_OR_LITERAL = re.compile(r"""/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""",
                                 re.S)
 DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", re.M)
