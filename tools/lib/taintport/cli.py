@@ -188,7 +188,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mail", action="store_true",
                    help="with --export: write each patch as a mail for the stable list "
                         "(git format-patch shape, 'commit <sha> upstream.'), where upstream "
-                        "maintains a stable branch for the tree; else the patch only")
+                        "maintains a stable branch for the tree and the tree's change is that "
+                        "branch's own hunk; else the patch only, and why")
     p.add_argument("--signoff", metavar="'NAME <MAIL>'",
                    help="with --tree: who carries the patches: the name on a backport note "
                         "and your Signed-off-by (default: git's user.name and user.email)")
