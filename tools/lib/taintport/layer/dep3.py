@@ -207,12 +207,12 @@ def booted(bug: str, seen: Sequence[Seen]) -> str:
 def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Change,
          diff: str, users: Sequence[Version] = (), seen: Sequence[Seen] = ()) -> str:
     """One fix as a mail for the stable list, `git format-patch` shaped, for a
-    stable branch ("6.1.y"), carrying diff (the branch's own hunk): headers by
-    the standard library's email (RFC 2047 for a name that is not ASCII, folded
-    as RFC 5322 says), To the list, Cc upstream's author and signers; below the --- why a stable tree
-    should take it, who has the bug and what booted kernels showed (only
-    from a results run, named); change's index lines so `git am -3` can fall
-    back to a merge."""
+    stable branch ("6.1.y"), carrying diff (the branch's own hunk). Headers by
+    the standard library's email (RFC 2047 for a name that is not ASCII,
+    folded as RFC 5322 says): To the list, Cc upstream's author and signers.
+    Below the ---: why a stable tree should take it, who has the bug (users)
+    and what booted kernels showed (seen: only from a results run, named).
+    change's index lines let `git am -3` fall back to a merge."""
     up = fix_patch.fix.info.upstream
     sender = str(identity) if identity else None
     cc = [who for who in dict.fromkeys([up.author, *signers(fix_patch)]) if who != sender]
