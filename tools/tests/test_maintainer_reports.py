@@ -3,10 +3,15 @@ a merge left half-done, a fix taintport itself pushed before, a fix the tree
 cannot have; and that a file the layer only reads may hold any bytes and line
 ends (old vendor trees carry Latin-1 and EUC-KR comments), while a file the
 layer must write is refused for them, by name. Trees are assembled from the
-fixtures (test_layer.py); everything runs the real command line."""
+fixtures (test_layer.py); everything runs the real command line, and an
+interrupted apply speaks of the tree, not of cells."""
+import os
 import re
+import signal
+import subprocess
+import time
 
-from test_carry import MAKEFILE, lacking_both, lacking_livepatch, snapshot, taintport
+from test_carry import MAKEFILE, TAINTPORT, lacking_both, lacking_livepatch, snapshot, taintport
 from test_layer import _tree
 
 MASK = "livepatch_has-bad-taint.c"  # 5.10's: OOT | CRAP | UNSIGNED
@@ -122,3 +127,29 @@ def test_a_file_the_layer_must_write_is_refused_for_bytes_it_cannot_give_back(tm
         shown = taintport("inspect", "--tree", tree)  # only reads: says what it sees
         assert shown.returncode == 0, shown.stderr
         assert re.search(r"^livepatch:\s+missing", shown.stdout, re.M), shown.stdout
+
+
+def test_an_interrupted_apply_says_what_it_left_not_cells(tmp_path):
+    """Ctrl-C while the layer is judged (a spatch on PATH that waits): the
+    run speaks of the tree and its journal; there are no cells here."""
+    tree = lacking_both(tmp_path / "tree")
+    before = snapshot(tree)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    started = tmp_path / "spatch-started"
+    spatch = bin_dir / "spatch"
+    spatch.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 60\n")
+    spatch.chmod(0o755)
+    proc = subprocess.Popen([*TAINTPORT, "apply", "--tree", str(tree)], text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"},
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert "finished cells" not in err, err
+    assert "taintport: interrupted; the tree (or --export folder) is as before" in err, err
+    assert snapshot(tree) == before

@@ -618,6 +618,14 @@ def refused(err: TaintportError) -> int:
     return 2
 
 
+def interrupted(args: Args) -> str:
+    """What an interrupted run leaves, for the user."""
+    if args.verb == "apply" and args.tree:
+        return ("the tree (or --export folder) is as before, or holds the journal of a "
+                "change half-written, which the next apply rolls back first and says so")
+    return "finished cells are kept"
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         # the help names the variants: a broken variants.toml is an input error too
@@ -635,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     except TaintportError as err:
         return refused(err)
     except KeyboardInterrupt:
-        print("taintport: interrupted; finished cells are kept", file=sys.stderr)
+        print(f"taintport: interrupted; {interrupted(args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (`taintport check ... | head`): stop quietly, as a
