@@ -18,8 +18,9 @@ import pytest
 
 from consumer_checks import git_am, git_repository, mailinfo, send_email
 from taintport.cache import Cache
+from taintport.digest import sha256_of
 from taintport.layer import carry, engine, fixes, stable
-from taintport.tree import fetch, series, versions
+from taintport.tree import fetch, versions
 from test_patch_headers import SENDER, export, own_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,22 +177,28 @@ def test_vendor_context_gets_the_patch_and_the_reason_not_a_mail(tmp_path, serie
     assert "TAINT_LIVEPATCH" in patch.read_text()
 
 
-def pristine_files(name):
-    """{path: bytes} of the files the layer's pieces live in, as the pinned tree
-    of version `name` ships them; skips when the tree is not in the cache or
-    another run holds it."""
+def pristine_files(name, scratch):
+    """{path: bytes} of the files the layer's pieces live in (and the Makefile),
+    as the pinned upload of version `name` ships them: read from the verified
+    .deb in the cache (no tree, no lock: a run may be switching the cached
+    tree); skips when the .deb is not there."""
     version = versions.select([name])[0]
     cache = Cache()
-    tree = cache.tree(version)
-    if fetch.extracted(tree) != fetch.upload_of(version):
-        pytest.skip(f"{name}'s pinned tree is not in {cache.root} "
+    deb = cache.debs() / version.deb_name
+    if not deb.is_file() or sha256_of(deb) != version.sha256:
+        pytest.skip(f"{name}'s pinned .deb is not in {cache.debs()} "
                     f"(taintport fetch --versions {name})")
-    with cache.try_locked(name) as mine:
-        if not mine:
-            pytest.skip(f"another run holds {name}'s tree")
-        rels = {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
-        return {rel: series.upstream_copy(tree, rel) for rel in sorted(rels)
-                if (tree / rel).is_file()} | {"Makefile": (tree / "Makefile").read_bytes()}
+    rels = {rel for fix in fixes.FIXES for spec in fix.pieces for rel in spec.paths}
+    parents = {Path(rel).parent for rel in rels}
+    # tar takes each member for the first name it matches: no folder inside another
+    folders = sorted(str(f) for f in parents if not any(p in f.parents for p in parents))
+    scratch.mkdir()
+    codes, said = fetch.untar(deb, version.tarball, scratch,
+                              [f"{version.source_dir}/{f}" for f in (*folders, "Makefile")])
+    assert codes == (0, 0, 0, 0), said
+    src = scratch / version.source_dir
+    return {rel: (src / rel).read_bytes() for rel in sorted(rels | {"Makefile"})
+            if (src / rel).is_file()}
 
 
 def git_apply_check(files, mail, where):
@@ -208,7 +215,7 @@ def test_every_mail_applies_to_the_pinned_tree_of_its_branch(tmp_path, name):
     """The mail written for the pinned tree itself and the one written for a
     tree of one's own holding the branch's code, each `git apply --check`ed
     on the pinned tree's own files (the longterm code plus Debian's patches)."""
-    files = pristine_files(name)
+    files = pristine_files(name, tmp_path / "deb")
     version = versions.select([name])[0]
     own = tmp_path / "own"
     for rel, data in files.items():
