@@ -3,15 +3,18 @@
 send it: `git am -3` onto a git repository of the tree (its index lines make
 the three-way fallback work), `git mailinfo`, `git send-email` with a dummy
 SMTP command (dry run, then a real hand-over), and, on the fetched trees
-(test_trees.py), the tree's own scripts/checkpatch.pl. Only a series upstream
-maintains gets a mail (layer/stable.py); any other tree gets the
-distribution patch, and is told why."""
+(test_trees.py), the tree's own scripts/checkpatch.pl; and `git apply
+--check` on the pinned 6.1 and 5.10 trees' own files. Only a series upstream
+maintains gets a mail (layer/stable.py), carrying that branch's own hunk, and
+only where the tree's code is the branch's; any other tree gets the
+distribution patch, and is told why. A "booted" line comes only from a
+results run (--results), which it names."""
 import email
 import json
 import shutil
 import subprocess
-from dataclasses import replace
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
