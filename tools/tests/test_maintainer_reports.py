@@ -69,6 +69,24 @@ def test_a_fix_that_does_not_apply_lists_no_missing_piece(tmp_path):
                      re.M), shown.stdout
 
 
+def test_a_tree_before_module_signing_lists_no_missing_piece_at_all(tmp_path):
+    """3.6's tree (no module signing, v3.7; no livepatch, v4.0): neither fix
+    applies, so no piece of either is a gap."""
+    tree = _tree(tmp_path / "tree", ".c")
+    module = tree / "kernel/module.c"
+    module.write_text(module.read_text().replace("sig_ok", "verified"))
+    (tree / "Makefile").write_text("VERSION = 3\nPATCHLEVEL = 6\nSUBLEVEL = 0\n")
+    shown = taintport("inspect", "--tree", tree)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r"^unsigned:\s+not applicable\s.*predates module signing", shown.stdout,
+                     re.M), shown.stdout
+    assert re.search(r"^livepatch:\s+not applicable", shown.stdout, re.M), shown.stdout
+    assert "missing" not in shown.stdout.split("unsigned:", 1)[1].replace(
+        "no TAINT_LIVEPATCH", ""), shown.stdout
+    assert re.search(r"^  tracepoint\s+not applicable\s+kernel/tracepoint.c:\d+\s*$",
+                     shown.stdout, re.M), shown.stdout
+
+
 def vendor_54(root):
     """A 5.4-shaped vendor tree: the unsigned fix there, the livepatch term
     missing from kernel/tracepoint.c."""

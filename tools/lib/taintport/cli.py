@@ -409,10 +409,13 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
         fix = state.fix
         rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
                      state.not_applicable or fix.info.title))
-        # a tree that cannot have the bug lacks no piece: its place is not a gap
-        rows += [(f"  {p.name}", FixCondition.NOT_APPLICABLE.value
-                  if state.not_applicable and p.state is PieceState.MISSING else p.state.value,
-                  f"{p.path}:{p.line}" if p.line else p.path, p.detail) for p in state.pieces]
+        for p in state.pieces:
+            # a tree that cannot have the bug lacks no piece: its place is not a
+            # gap, and what the semantic patch says is missing there is moot
+            moot = bool(state.not_applicable) and p.state is PieceState.MISSING
+            rows.append((f"  {p.name}", FixCondition.NOT_APPLICABLE.value if moot
+                         else p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
+                         "" if moot else p.detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
