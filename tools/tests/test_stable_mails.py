@@ -265,7 +265,13 @@ def test_results_that_back_nothing_are_refused_before_anything_is_written(tmp_pa
         assert proc.returncode == 2 and said in proc.stderr, proc.stderr
         assert not (tmp_path / "mails").exists()
     proc = export(tree, tmp_path / "mails", "--results", str(RESULTS / "bookworm-6.1"))
-    assert proc.returncode == 2 and "give --mail too" in proc.stderr
+    assert proc.returncode == 2 and "--mail too" in proc.stderr
+    switch = subprocess.run([*TAINTPORT, "apply", "--version", "bookworm-6.1", "--variant",
+                             "patched", "--results", str(RESULTS / "bookworm-6.1"),
+                             "--cache", str(tmp_path / "cache")],
+                            capture_output=True, text=True, timeout=60)
+    assert switch.returncode == 2 and "--mail too" in switch.stderr, switch.stderr
+    assert not (tmp_path / "cache").exists(), "refused before any work"
 
 
 def test_a_run_where_the_bug_did_not_show_as_expected_backs_nothing(tmp_path):

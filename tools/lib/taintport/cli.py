@@ -423,13 +423,14 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
 
 
 def cmd_apply(args: Args, cache: Cache) -> int:
+    if args.results and not (args.tree and args.mail):
+        raise InputError("--results backs a stable mail's 'booted' line: give --tree, "
+                         "--export and --mail too")
     if args.tree:
         if args.version or args.variant:
             raise InputError("use either --tree DIR or --version/--variant, not both")
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
-        if args.results and not args.mail:
-            raise InputError("--results backs a stable mail's 'booted' line: give --mail too")
         boots = seen(args.results) if args.results else []
         identity = (dep3.parse_identity(args.signoff) if args.signoff
                     else dep3.git_identity(args.tree))
