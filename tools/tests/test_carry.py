@@ -150,7 +150,8 @@ def test_a_crlf_file_is_refused_naming_file_piece_and_cause(tmp_path):
     tree = lacking_livepatch(tmp_path / "t")
     path = tree / "kernel/tracepoint.c"
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
-    _refused(tree, "kernel/tracepoint.c", "layer piece tracepoint", "CRLF")
+    # the piece that must write the file is named (the present one only reads it)
+    _refused(tree, "kernel/tracepoint.c", "layer piece livepatch", "CRLF")
 
 
 def test_a_symlinked_file_is_refused_and_never_written_through(tmp_path):

@@ -215,6 +215,10 @@ def test_an_immutable_file_leaves_the_tree_as_it_was(tmp_path):
                 subprocess.run(["chattr", "-i", str(tree / immutable)], check=True)
             assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
             assert "Operation not permitted" in proc.stderr, proc.stderr
+            # the file the user must look at, not the name written beside it
+            named = immutable if immutable != "kernel" else "kernel/"
+            assert f"Operation not permitted: {tree / named}" in proc.stderr, proc.stderr
+            assert ".taintport-" not in proc.stderr, proc.stderr
             assert f"{tree} is unchanged (checksums of" in proc.stderr, proc.stderr
             assert snapshot(tree) == before, immutable
             assert not (tree / ".pc").exists() and not (tree / "patches").exists()

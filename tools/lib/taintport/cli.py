@@ -16,9 +16,11 @@ from taintport.cache import Cache
 from taintport.errors import InputError, TaintportError
 from taintport.kernel import boot, build
 from taintport.layer import carry, dep3, engine, fixes, pointreleases, regen
+from taintport.layer.model import FixCondition, PieceState
 from taintport.results import compare, folder, render, report
 from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
+from taintport.results.seen import seen
 from taintport.run import bench, matrix, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
@@ -188,10 +190,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mail", action="store_true",
                    help="with --export: write each patch as a mail for the stable list "
                         "(git format-patch shape, 'commit <sha> upstream.'), where upstream "
-                        "maintains a stable branch for the tree; else the patch only")
+                        "maintains a stable branch for the tree and the tree's change is that "
+                        "branch's own hunk; else the patch only, and why")
     p.add_argument("--signoff", metavar="'NAME <MAIL>'",
                    help="with --tree: who carries the patches: the name on a backport note "
                         "and your Signed-off-by (default: git's user.name and user.email)")
+    p.add_argument("--results", type=Path, metavar="DIR",
+                   help="with --mail: a results folder whose boots of the tree as shipped "
+                        "back the mail's 'booted with the bug seen' line (left out without)")
 
     p = sub.add_parser("build", help="build the kernel, test module and agent of one cell")
     add_common(p)
@@ -403,8 +409,13 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
         fix = state.fix
         rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
                      state.not_applicable or fix.info.title))
-        rows += [(f"  {p.name}", p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
-                  p.detail) for p in state.pieces]
+        for p in state.pieces:
+            # a tree that cannot have the bug lacks no piece: its place is not a
+            # gap, and what the semantic patch says is missing there is moot
+            moot = bool(state.not_applicable) and p.state is PieceState.MISSING
+            rows.append((f"  {p.name}", FixCondition.NOT_APPLICABLE.value if moot
+                         else p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
+                         "" if moot else p.detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
@@ -412,23 +423,28 @@ def cmd_inspect(args: Args, cache: Cache) -> int:
 
 
 def cmd_apply(args: Args, cache: Cache) -> int:
+    if args.results and not (args.tree and args.mail):
+        raise InputError("--results backs a stable mail's 'booted' line: give --tree, "
+                         "--export and --mail too")
     if args.tree:
         if args.version or args.variant:
             raise InputError("use either --tree DIR or --version/--variant, not both")
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
+        boots = seen(args.results) if args.results else []
         identity = (dep3.parse_identity(args.signoff) if args.signoff
                     else dep3.git_identity(args.tree))
         none: Mapping[str, str] = {}
         if args.export:
-            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity)
+            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity,
+                                boots)
             none = done.no_mail
         else:
             done = carry.apply(args.tree, given_params(args),
                                cache.root / "logs" / "apply-tree.log", identity)
         if done.recovered:
             print(f"{args.export or args.tree}: {done.recovered}")
-        print(f"{args.tree}: {done.layer.summary}")
+        print(f"{args.tree}: {done.layer.describe(carry.pushed(args.tree, done.layer))}")
         for fix, why in none.items():
             print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
         for path in done.written:
@@ -606,6 +622,14 @@ def refused(err: TaintportError) -> int:
     return 2
 
 
+def interrupted(args: Args) -> str:
+    """What an interrupted run leaves, for the user."""
+    if args.verb == "apply" and args.tree:
+        return ("the tree (or --export folder) is as before, or holds the journal of a "
+                "change half-written, which the next apply rolls back first and says so")
+    return "finished cells are kept"
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         # the help names the variants: a broken variants.toml is an input error too
@@ -623,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
     except TaintportError as err:
         return refused(err)
     except KeyboardInterrupt:
-        print("taintport: interrupted; finished cells are kept", file=sys.stderr)
+        print(f"taintport: interrupted; {interrupted(args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (`taintport check ... | head`): stop quietly, as a

@@ -157,11 +157,14 @@ def commit(root: Path, changes: list[Change]) -> None:
         shutil.rmtree(new, ignore_errors=True)
         raise JournalError(f"{root}: cannot write there ({err.strerror}: {err.filename}); "
                            "nothing was written") from None
+    # the file being written, for the error: not the temporary name beside it
+    writing = root
     try:
         for folder in folders:
+            writing = root / folder
             (root / folder).mkdir()
         for change, entry in zip(changes, entries):
-            target = root / change.path
+            target = writing = root / change.path
             temp = _temp(root, change.path, nonce)
             _write(temp, change.data, entry.mode)
             if os.geteuid() == 0 and entry.before is not None:
@@ -175,7 +178,7 @@ def commit(root: Path, changes: list[Change]) -> None:
         if wrong:
             raise JournalError(f"{root}: {', '.join(wrong)} not as written")
     except (OSError, JournalError) as err:
-        said = f"{err.strerror}: {err.filename}" if isinstance(err, OSError) else str(err)
+        said = f"{err.strerror}: {writing}" if isinstance(err, OSError) else str(err)
         undone = recover(root)
         raise JournalError(f"{root}: cannot write there ({said}); {undone}") from None
     _finish(root)

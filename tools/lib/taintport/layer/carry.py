@@ -20,13 +20,13 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from taintport.errors import InputError, TaintportError
 from taintport.journal import JOURNAL, Change, commit, recover, sha256
 from taintport.layer import debian_patches, dep3, engine, fixes, stable
 from taintport.layer.dep3 import Identity
-from taintport.layer.model import LayerPatch, Params
+from taintport.layer.model import LayerPatch, Outcome, Params
 from taintport.process import require
 from taintport.tree.quilt import PC, quilt
 
@@ -54,22 +54,46 @@ def patch_texts(layer: LayerPatch, tree: Path, identity: Identity | None = None,
             for i, fp in enumerate(layer.carried, start=1)}
 
 
-def mails(tree: Path, layer: LayerPatch, identity: Identity | None
-          ) -> tuple[dict[str, str], dict[str, str]]:
+def mails(tree: Path, layer: LayerPatch, identity: Identity | None,
+          seen: Sequence[dep3.Seen] = ()) -> tuple[dict[str, str], dict[str, str]]:
     """({file name: mail text}, {fix name: why no mail}) for the fixes the layer
     carries: a mail where upstream maintains a stable branch the fix belongs
-    in, else the reason there is none."""
+    in and this tree's change is that branch's own hunk (stable.py), else the
+    reason there is none. seen: the boots a results run recorded, the only
+    source of a mail's "booted" line."""
     series = stable.tree_series(tree)
-    index = dep3.index_lines(tree, layer.carried)
     texts, none = {}, {}
-    for i, fp in enumerate(layer.carried, start=1):
+    for i, (fp, change) in enumerate(zip(layer.carried, dep3.changes(tree, layer.carried)),
+                                     start=1):
         branch = stable.branch(series, fp.fix.release)
-        if branch:
-            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(fp, branch, identity,
-                                                                    index[i - 1])
-        else:
+        code = stable.branch_code(series, fp.fix) if branch else None
+        if not branch:
             none[fp.fix.name] = stable.no_branch(series, fp.fix.release)
+        elif code is None:
+            none[fp.fix.name] = stable.no_code(branch, series)
+        elif not stable.same_change(change.before, change.after, code.diff):
+            none[fp.fix.name] = stable.vendor_context(branch, code, list(change.before))
+        else:
+            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(
+                fp, branch, identity, change, code.diff, stable.users(series, fp.fix),
+                [s for s in seen if s.fix == fp.fix.name and s.series == series])
     return texts, none
+
+
+def pushed(tree: Path, layer: LayerPatch) -> dict[str, str]:
+    """{fix: "patches/taintport/NNNN-....patch"} for each fix the tree has only
+    because quilt has taintport's own patch of it applied (an earlier apply),
+    not because upstream's code was there: what a second run must say."""
+    data = _read(Path(tree) / PC / "applied-patches")
+    applied = data.decode(errors="replace").split() if data else []
+    found = {}
+    for fp in layer.patches:
+        if fp.outcome is Outcome.ALREADY_UPSTREAM:
+            ours = [name for name in applied if name.startswith(f"{FOLDER}/")
+                    and name.endswith(f"-{fp.fix.patch_name}.patch")]
+            if ours:
+                found[fp.fix.name] = f"{PATCHES}/{ours[-1]}"
+    return found
 
 
 def series_names(text: str) -> list[str]:
@@ -212,7 +236,7 @@ def apply(tree: Path, params: Params, log: Path, identity: Identity | None = Non
 
 
 def export(tree: Path, params: Params, folder: Path, mail: bool = False,
-           identity: Identity | None = None) -> Carried:
+           identity: Identity | None = None, seen: Sequence[dep3.Seen] = ()) -> Carried:
     """Write the layer's patches (or stable mails) into folder, all or nothing."""
     folder = Path(folder)
     debian = debian_patches.is_debian_patches(folder)
@@ -221,7 +245,7 @@ def export(tree: Path, params: Params, folder: Path, mail: bool = False,
     mailed: dict[str, str] = {}
     none: dict[str, str] = {}
     if mail:
-        mailed, none = mails(tree, layer, identity)
+        mailed, none = mails(tree, layer, identity, seen)
         # a fix with no stable branch to send to: the distribution patch only
         written = {name: text for (name, text), fp in zip(written.items(), layer.carried)
                    if fp.fix.name in none}

@@ -44,9 +44,17 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
     missing piece in the same run, into the output file."""
     candidates = spec.candidates(version)
     existing = [rel for rel in candidates if (root / rel).is_file()]
+    for rel in existing:
+        # no judge can say what a file half-way through a merge holds
+        marker = sources.conflict_marker(sources.load(root / rel))
+        if marker is not None:
+            line, sign = marker
+            return (Piece(spec.name, rel, line, PieceState.UNRECOGNISED,
+                          f"a merged file, found an unresolved conflict marker ({sign} at "
+                          f"line {line}): resolve the merge first"), frozenset(), None)
     if spec.judge is not None:
         for rel in existing:
-            found = spec.judge((root / rel).read_text(), rel, params)
+            found = spec.judge(sources.load(root / rel), rel, params)
             if found:
                 return found, frozenset(), None
     else:
@@ -81,7 +89,7 @@ def _own_params(fix: Fix, params: Params) -> dict[str, str]:
 
 def _checked_texts(root: Path, fixes: Sequence[Fix]) -> dict[str, str]:
     """Every file a piece of these fixes can live in that the tree has, read
-    and checked (no link, UTF-8, LF): refused here, before anything runs."""
+    byte for byte (a link is refused here, before anything runs)."""
     texts: dict[str, str] = {}
     for fix in fixes:
         for spec in fix.pieces:
@@ -120,7 +128,8 @@ def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
     if piece.state is PieceState.NO_FILE:
         raise LayerError(piece.name, piece.path, f"the file ({spec.expected}); file not found")
     if piece.state is PieceState.UNRECOGNISED:
-        raise LayerError(piece.name, piece.path, spec.expected)
+        raise LayerError(piece.name, f"{piece.path}:{piece.line}" if piece.line else piece.path,
+                         piece.detail or spec.expected)
     if piece.state is PieceState.CONFLICTING:
         raise LayerError(piece.name, f"{piece.path}:{piece.line}",
                          f"room for the fix, but {piece.detail}")
@@ -136,10 +145,11 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
         if piece.state is not PieceState.MISSING:
             return piece, ""
         path = scratch / piece.path
-        before = path.read_text()
+        # the one file the piece changes: refused here when it could not be given back
+        before = sources.check_writable(sources.load(path), piece.path, spec.name)
         text, note = before, ""
         if spec.cocci:
-            after = out.read_text() if out is not None and out.exists() else before
+            after = sources.load(out) if out is not None and out.exists() else before
             if not fired or after == before:
                 raise LayerError(piece.name, piece.path,
                                  f"a rule of {spec.cocci} to fix the place it reported "
@@ -151,7 +161,7 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
             text, note = relaid.text, relaid.note
         if spec.scripted is not None:
             text = spec.scripted(piece, text, params)
-        path.write_text(text)
+        sources.save(path, text)
         return piece, note
     finally:
         if out is not None:
@@ -206,21 +216,21 @@ def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None) -> 
         scratch = Path(scratch_name)
         for rel, text in texts.items():
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-            (scratch / rel).write_text(text)
+            sources.save(scratch / rel, text)
         patches = []
         for fix in fixes:
             own = _own_params(fix, values)
-            before = {rel: (scratch / rel).read_text() for rel in texts}
+            before = {rel: sources.load(scratch / rel) for rel in texts}
             why = fix.applies(before.get)
             if why:
                 pieces = _judge_all(fix.pieces, scratch, version, own)
                 patches.append(FixPatch(fix, pieces, own, not_applicable=why))
                 continue
             pieces, adapted = _carry_fix(fix, scratch, version, own)
-            diff = "".join(_unified(rel, before[rel], (scratch / rel).read_text())
+            diff = "".join(_unified(rel, before[rel], sources.load(scratch / rel))
                            for rel in sorted(texts))
             patches.append(FixPatch(fix, pieces, own, diff, adapted=adapted))
-        after = {rel: (scratch / rel).read_text() for rel in texts}
+        after = {rel: sources.load(scratch / rel) for rel in texts}
     changed = {rel: text for rel, text in after.items() if text != texts[rel]}
     diff = "".join(_unified(rel, texts[rel], changed[rel]) for rel in sorted(changed))
     return LayerPatch(diff, tuple(patches), changed)
@@ -237,7 +247,7 @@ def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None 
         rel = spec.paths[-1]
         target = scratch / rel
         target.parent.mkdir(parents=True)
-        target.write_text(sources.decode(text.encode(), rel, spec.name))
+        sources.save(target, sources.check_writable(text, rel, spec.name))
         piece, _ = _carry_piece(spec, scratch, None, values)
         _refuse_unknown(spec, piece)
         if piece.state is PieceState.MISSING:
@@ -245,7 +255,7 @@ def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None 
             if after.state is not PieceState.PRESENT:
                 raise LayerError(after.name, after.path, "the piece present after patching, "
                                  f"found {after.state.value}")
-        return target.read_text()
+        return sources.load(target)
 
 
 def _unified(rel: str, before: str, after: str) -> str:

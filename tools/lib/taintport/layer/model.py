@@ -246,13 +246,21 @@ class LayerPatch:
     @property
     def summary(self) -> str:
         """One line for logs and reports."""
-        if self.empty and all(fp.outcome is Outcome.ALREADY_UPSTREAM for fp in self.patches):
+        return self.describe({})
+
+    def describe(self, pushed: Mapping[str, str]) -> str:
+        """The summary, where pushed ({fix: patch}) names the fixes present
+        only because taintport's own patch, already pushed, put them there."""
+        if not pushed and self.empty and all(fp.outcome is Outcome.ALREADY_UPSTREAM
+                                             for fp in self.patches):
             return Outcome.ALREADY_UPSTREAM.value
         words = []
         for fp in self.patches:
             if fp.outcome is Outcome.CARRIED:
                 missing = [p.name for p in fp.pieces if p.state is PieceState.MISSING]
                 words.append(f"{fp.fix.name}: carried {', '.join(missing)}")
+            elif fp.fix.name in pushed:
+                words.append(f"{fp.fix.name}: carried by {pushed[fp.fix.name]} (pushed before)")
             else:
                 words.append(f"{fp.fix.name}: {fp.outcome.value}")
         return "; ".join(words)

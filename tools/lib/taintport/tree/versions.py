@@ -117,6 +117,11 @@ class Version:
         return self.package
 
     @property
+    def series(self) -> str:
+        """The kernel series its package carries: "6.1" for linux-source-6.1."""
+        return self.package.rsplit("-", 1)[-1]
+
+    @property
     def tarball(self) -> str:
         return f"usr/src/{self.package}.tar.xz"
 
@@ -299,7 +304,7 @@ def check_fields(path: Path, data: dict[str, Any]) -> None:
 
 def series_key(version: Version) -> tuple[tuple[int, ...], str]:
     """Oldest kernel first: linux-source-5.10 before 6.1 before 6.12."""
-    numbers = version.package.rsplit("-", 1)[-1].split(".")
+    numbers = version.series.split(".")
     return tuple(int(n) if n.isdigit() else 0 for n in numbers), version.name
 
 
