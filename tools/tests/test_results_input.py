@@ -66,6 +66,24 @@ def test_report_refuses_a_log_path_outside_the_folder(tmp_path, path, taintport)
     assert listing(run) == before, "nothing written"
 
 
+@pytest.mark.parametrize("key", ["console", "build"])
+def test_an_absolute_log_path_is_refused_even_inside_the_folder(tmp_path, key):
+    """An absolute path that leads into the folder today leads elsewhere once
+    the folder is copied (a CI artifact, a merge): only relative paths are read."""
+    run = tmp_path / "run"
+    console = run / "bookworm-6.1" / "upstream" / "console.log"
+    run = edited(tmp_path, lambda doc: doc["cells"][0]["logs"].update({key: str(console)}))
+    with pytest.raises(InputError, match=rf"matrix.json: cells\[0\].logs.{key}: expected a "
+                       "relative path under the results folder"):
+        folder.load_matrix(run)
+    cell = run / "bookworm-6.1" / "upstream" / "cell.json"
+    doc = json.loads(cell.read_text())
+    doc["logs"][key] = str(console)
+    cell.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=rf"cell.json: cell.logs.{key}: expected a relative"):
+        folder.read_cell(cell)
+
+
 def test_report_refuses_a_log_linked_outside_the_folder(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: None)
     console = run / "bookworm-6.1" / "upstream" / "console.log"
