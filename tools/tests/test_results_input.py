@@ -321,6 +321,49 @@ def test_what_strict_json_refuses_is_an_error_naming_file_and_field(tmp_path, ho
     refused_by_every_reader(tmp_path, run, taintport, field, what)
 
 
+def surrogate_in(tmp_path, place):
+    """A copy of the fixture whose matrix.json holds "\\ud800" (valid JSON) at place."""
+    def edit(doc):
+        cell = doc["cells"][0]
+        cell.update(status="error", errors=["@"])
+        doc["exit_code"] = 2
+        if place == "diagnostics":
+            cell["checks"][0]["diagnostics"] = ["@"]
+            cell["errors"] = ["broken"]
+        elif place == "key":
+            cell["inputs"]["@"] = 1
+            cell["errors"] = ["broken"]
+    run = edited(tmp_path, edit, name=f"run-{place}")
+    text = (run / "matrix.json").read_text()
+    (run / "matrix.json").write_text(text.replace('"@"', '"\\ud800"', 1))
+    return run
+
+
+@pytest.mark.parametrize("place, where", [
+    ("errors", "cells[0].errors[0]"),
+    ("diagnostics", "cells[0].checks[0].diagnostics[0]"),
+    ("key", r"cells[0].inputs.\ud800 (its key)"),
+])
+def test_a_lone_surrogate_is_refused_before_anything_is_written(tmp_path, place, where,
+                                                                 taintport):
+    """json.loads lets "\\ud800" through, no UTF-8 file holds it: report had
+    rewritten three files when it found out, merge left a half --out."""
+    run = surrogate_in(tmp_path, place)
+    assert "\\ud800" in (run / "matrix.json").read_text()
+    (run / "junit.xml").write_text("the reports of before\n")
+    before = listing(run)
+    message = f"matrix.json: {where}: a \\u escape of half a UTF-16 surrogate pair"
+    refused(taintport("report", run), message)
+    assert listing(run) == before, "nothing rewritten"
+    out = tmp_path / "merged"
+    refused(taintport("report", "merge", TRIXIE, run, "--out", out), message)
+    assert not out.exists()
+    paired = edited(tmp_path, lambda doc: doc["cells"][0].update(errors=["\U0001f600"]),
+                    name="paired")  # json.dumps writes it as a pair: \\ud83d\\ude00
+    assert "\\ud83d\\ude00" in (paired / "matrix.json").read_text()
+    assert folder.load_matrix(paired).cells[0].errors == ["\U0001f600"]
+
+
 def test_resume_of_a_cell_holding_nan_names_the_field(tmp_path, taintport):
     run = tmp_path / "run"
     shutil.copytree(BOOKWORM, run)

@@ -120,13 +120,39 @@ def parse(path: Path) -> JSON:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: cannot read: {err}") from None
     try:
-        return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int,
-                          parse_float=finite_float)
+        doc = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int,
+                         parse_float=finite_float)
     except (Refused, RecursionError):
         # where: the parser says nothing, so the text is walked to the first one
         raise InputError(f"{path}: {locate(text)}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{path}: cannot read: {err}") from None
+    where = unpaired_surrogate(doc)
+    if where is not None:
+        raise InputError(f"{path}: {where}: a \\u escape of half a UTF-16 surrogate pair, "
+                         "not a character (no report could be written with it)")
+    return doc
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate(doc: JSON) -> str | None:
+    """The field of a string (or key) holding a lone surrogate, which
+    json.loads lets through from a \\ud800 escape and no UTF-8 writer accepts."""
+    stack: list[tuple[str, JSON]] = [("", doc)]
+    while stack:
+        at, value = stack.pop()
+        if isinstance(value, str) and SURROGATE.search(value):
+            return at or "the document"
+        items = value.items() if isinstance(value, dict) else \
+            enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            name = f"{at}.{key}".lstrip(".") if isinstance(key, str) else f"{at}[{key}]"
+            if isinstance(key, str) and SURROGATE.search(key):
+                return f"{name} (its key)".encode(errors="backslashreplace").decode()
+            stack.append((name, item))
+    return None
 
 
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?(?:Infinity|NaN)|'
