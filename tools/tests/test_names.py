@@ -119,3 +119,18 @@ def test_each_check_accepts_the_names_debian_uses():
     assert names.package("linux-source-6.1") == "linux-source-6.1"
     assert names.deb_version("1:7.3~rc7-1~exp1") == "1:7.3~rc7-1~exp1"
     assert names.check(names.SUITE, "bookworm-security", "where", "a suite")
+
+
+# 7. a name longer than a file name may be (ENAMETOOLONG was a traceback)
+
+@pytest.mark.parametrize("check, longest", [
+    (names.version_name, "b" * names.NAME_MAX), (names.package, "l" * names.NAME_MAX),
+    (names.deb_version, "1" * names.NAME_MAX)])
+def test_a_name_longer_than_name_max_is_refused_and_not_quoted_whole(check, longest):
+    assert check(longest, "where") == longest
+    with pytest.raises(InputError, match=r"where: '\w{59}\.\.\. \(5002 characters as "
+                       rf"written\) is not .*at most {names.NAME_MAX} characters") as err:
+        check(longest[0] * 5000, "where")
+    assert len(str(err.value)) < 300
+    with pytest.raises(InputError, match=r"where: 1000+\.\.\. \(202 characters as written\)"):
+        check(10 ** 201, "where")

@@ -113,6 +113,19 @@ def test_merge_refuses_a_version_that_is_a_path(tmp_path, taintport):
     assert not (tmp_path / "ci").exists(), "nothing written, in --out or beside it"
 
 
+def test_merge_refuses_a_version_name_longer_than_a_file_name(tmp_path, taintport):
+    """5,000 characters: ENAMETOOLONG at the first folder merge made, a traceback."""
+    long = "b" * 5000
+    job = edited(tmp_path, lambda doc: [cell.update(version=long) for cell in doc["cells"]],
+                 name="job")
+    (job / "bookworm-6.1").rename(job / ("b" * 255))
+    out = tmp_path / "merged"
+    refused(taintport("report", "merge", job, "--out", out), "cells[0].version: 'bbbb",
+            "(5002 characters as written) is not a version name")
+    assert not out.exists()
+    refused(taintport("report", job), "cells[0].version", "is not a version name")
+
+
 def test_merge_copies_no_link_into_the_merged_folder(tmp_path, taintport):
     job = edited(tmp_path, lambda doc: None, name="job")
     (job / "bookworm-6.1" / "secret").symlink_to("/etc/passwd")
