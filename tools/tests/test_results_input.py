@@ -20,9 +20,9 @@ import pytest
 
 from taintport import cache
 from taintport.cache import Cache
-from taintport.errors import InputError
+from taintport.errors import InputError, OutputError
 from taintport.judge import verdict
-from taintport.results import folder, report, schema
+from taintport.results import folder, render, report, schema
 from taintport.run import matrix, sources
 from taintport.tree import series, variants, versions
 
@@ -469,6 +469,92 @@ def test_reports_stay_within_a_few_times_the_input(tmp_path, taintport):
         assert {e.get("type") for case in checks for e in case.iter("error")} == \
             {"MISS" if variant == "reverted" else "ERROR"}
         assert all(len(e.get("message")) < 300 for e in suite.iter("error"))
+
+
+# 6b. what taintport writes, it reads back: one cap for both
+
+def test_fifty_five_error_strings_of_1_mb_make_a_folder_report_reads_back(tmp_path, taintport):
+    """matrix.json of 58 MB, under the cap: report rewrote it at twice that (the
+    KCIDB view holds the errors again), and then refused it."""
+    def edit(doc):
+        for i in range(55):
+            cell = doc["cells"][i % len(doc["cells"])]
+            cell["status"] = "error"
+            cell["errors"] = cell.get("errors", []) + [chr(ord("a") + i % 26) * 1_000_000]
+        doc["exit_code"] = 2
+    run = edited(tmp_path, edit)
+    assert 55_000_000 < (run / "matrix.json").stat().st_size <= folder.MAX_JSON
+    proc = taintport("report", run)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("matrix.json", "junit.xml", "summary.md", "index.html"):
+        assert (run / name).stat().st_size <= 12_000_000, name
+    doc = folder.load_matrix(run)
+    for cell in doc.cells:
+        assert sum(len(line) + 1 for line in cell.errors) <= schema.MAX_STRING
+        assert cell.errors[-1].endswith("errors, panic lines and diagnostics, cut]")
+    assert taintport("report", run).returncode == 0, "and again"
+
+
+def test_a_report_larger_than_the_reader_takes_is_never_written(tmp_path, monkeypatch):
+    run = edited(tmp_path, lambda doc: None)
+    (run / "junit.xml").write_text("the reports of before\n")
+    before = listing(run)
+    doc = folder.load_matrix(run)
+    monkeypatch.setattr(folder, "MAX_JSON", len(folder.document(run, doc).encode()) - 1)
+    with pytest.raises(OutputError, match=r"matrix.json: would be \d+ bytes, more than the "
+                       r"\d+ taintport reads of a results file; nothing written"):
+        render.publish(run, doc, with_document=True)
+    assert listing(run) == before
+    with pytest.raises(OutputError, match="matrix.json: would be"):
+        folder.write_document(run, doc)
+    assert listing(run) == before
+    # the page, rendered last: no report is written before it is refused
+    page = render.reports(run, doc)["index.html"]
+    monkeypatch.setattr(folder, "MAX_JSON", len(page.encode()) - 1)
+    with pytest.raises(OutputError, match="index.html: would be"):
+        render.publish(run, doc)
+    assert listing(run) == before
+
+
+def sparse(path, size):
+    """path as a file of size bytes, all of it a hole but its last line."""
+    with open(path, "wb") as handle:
+        handle.truncate(size - 32)
+        handle.seek(size - 32)
+        handle.write(b"\n" + b"the last line of the log".ljust(30) + b"\n")
+    assert path.stat().st_blocks * 512 < 1 << 20
+
+
+def test_merge_copies_the_end_of_a_sparse_log_saying_so(tmp_path, taintport):
+    """A console.log of 1 GiB on 12 KB of disk was copied as 1.1 GB of real disk."""
+    job = edited(tmp_path, lambda doc: None, name="job")
+    sparse(job / "bookworm-6.1" / "upstream" / "console.log", 1 << 30)
+    out = tmp_path / "merged"
+    proc = taintport("report", "merge", job, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    copy = out / "bookworm-6.1" / "upstream" / "console.log"
+    assert copy.stat().st_size <= folder.MAX_LOG + 200
+    text = copy.read_text()
+    assert text.startswith(f"[taintport: the first {(1 << 30) - 31} bytes "
+                           f"of console.log left out: taintport keeps the last "
+                           f"{folder.MAX_LOG} bytes of a log]\n")
+    assert text.endswith("the last line of the log      \n")
+    used = sum(p.stat().st_blocks * 512 for p in out.rglob("*") if p.is_file())
+    assert used < 4 * folder.MAX_LOG
+    assert (out / "index.html").stat().st_size < 8 * folder.MAX_LOG
+
+
+def test_the_page_shares_its_log_budget_among_the_cells(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    cells = folder.load_matrix(run).cells
+    for cell in cells:
+        (run / cell.logs.ktap).unlink(missing_ok=True)
+        (run / cell.logs.ktap).write_text("KTAP version 1\n" + "# x\n" * 3_000_000)
+    assert taintport("report", run).returncode == 0
+    limit = folder.page_log_limit(len(cells))
+    assert limit < folder.MAX_LOG
+    assert (run / "index.html").stat().st_size < len(cells) * limit + 4 * 1_000_000
+    assert "bytes of ktap.txt left out" in (run / "index.html").read_text()
 
 
 # 7. merge's --out: new or empty, none of the inputs, one writer

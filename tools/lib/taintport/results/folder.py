@@ -38,10 +38,15 @@ from taintport.results.schema import JSON, Reader
 from taintport.tree.variants import Variant
 
 LOCK = ".taintport-run.lock"
-# matrix.json of the five kernels' 25 cells is about 2 MiB
+# The size caps of a results folder, for reading and writing alike: what
+# taintport writes, it reads back. matrix.json of the five kernels' 25 cells
+# is about 2 MiB; no file (matrix.json, cell.json, a report) is written
+# larger than the reader takes (fits()).
 MAX_JSON = 64 << 20
-# the most of a log (KTAP, console) a report reads: its end
+# the most of a log (KTAP, console) a report reads, and merge copies: its end
 MAX_LOG = 4 << 20
+# all the logs index.html shows, shared among its cells (each at most MAX_LOG)
+MAX_PAGE_LOGS = 32 << 20
 # an integer in a results file is an exit code or a count
 MAX_DIGITS = 20
 # taintport writes seven levels (the kcidb view's tests[].misc.fixes)
@@ -73,22 +78,34 @@ def read_bytes(path: Path, limit: int) -> bytes:
     return data
 
 
-def read_log(path: Path, limit: int = MAX_LOG) -> str | None:
-    """The end of a log the run left (at most limit bytes of it, said so when
-    cut), or None when the run never wrote it."""
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None  # never written (or not readable, which a report shows the same way)
+def read_tail(path: Path, limit: int = MAX_LOG) -> bytes:
+    """The end of a regular file: at most limit bytes, from a line's start,
+    after a line that says how much was left out. The size is st_size, never
+    what is on disk: a sparse file of 1 GiB is 1 GiB (and only its end is read)."""
+    fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         handle.seek(max(0, size - limit))
         data = handle.read(limit)
-    text = data.decode(errors="replace")
-    if size > limit:
-        text = f"[taintport: the first {size - limit} bytes of {path.name} left out]\n" + \
-            text.partition("\n")[2]
-    return text
+    if size <= limit:
+        return data
+    rest = data.partition(b"\n")[2]
+    return f"[taintport: the first {size - len(rest)} bytes of {path.name} left out: " \
+        f"taintport keeps the last {limit} bytes of a log]\n".encode() + rest
+
+
+def read_log(path: Path, limit: int = MAX_LOG) -> str | None:
+    """The end of a log the run left (read_tail), or None when the run never wrote it."""
+    try:
+        return read_tail(path, limit).decode(errors="replace")
+    except OSError:
+        return None  # never written (or not readable, which a report shows the same way)
+
+
+def page_log_limit(cells: int) -> int:
+    """How much of each log index.html shows: MAX_PAGE_LOGS shared by the
+    cells' logs (KTAP, console, build), at most MAX_LOG each."""
+    return min(MAX_LOG, MAX_PAGE_LOGS // max(1, 3 * cells))
 
 
 class Refused(ValueError):
@@ -306,8 +323,17 @@ def empty(folder: Path) -> None:
 
 # -- writing -----------------------------------------------------------------------
 
+def fits(path: Path, text: str) -> None:
+    """A results file is never written larger than MAX_JSON, what the reader takes."""
+    size = len(text.encode())
+    if size > MAX_JSON:
+        raise OutputError(f"{path}: would be {size} bytes, more than the {MAX_JSON} "
+                          "taintport reads of a results file; nothing written")
+
+
 def write_text(path: Path, text: str) -> None:
-    """path replaced by text at once, or an OutputError with path as it was."""
+    """path replaced by text at once (fits()), or an OutputError with path as it was."""
+    fits(path, text)
     try:
         write_atomic(path, text)
     except OSError as err:
@@ -337,7 +363,9 @@ def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
     hold there. Version names were checked when each matrix.json was read;
     links are left out (a job's artifact must not copy the host's files into
     the report), and anything else that is not a file or a folder is refused
-    before a file is copied."""
+    before a file is copied. A .json file is copied whole (at most MAX_JSON,
+    as it is read), any other as a log: its last MAX_LOG bytes (read_tail),
+    so that a sparse console.log of 1 GiB is no 1 GiB of disk in the copy."""
     plan: list[tuple[Path, Path]] = []
     for folder in dirs:
         for version in sorted({c.version for c in load_matrix(folder).cells}):
@@ -346,10 +374,10 @@ def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
                 plan += files_below(source, Path(out) / version)
     for source, dest in plan:
         try:
+            data = read_bytes(source, MAX_JSON) if source.suffix == ".json" else \
+                read_tail(source, MAX_LOG)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_regular(source)
-            with os.fdopen(fd, "rb") as reading, open(dest, "wb") as writing_:
-                shutil.copyfileobj(reading, writing_)
+            write_atomic(dest, data)
             shutil.copystat(source, dest)
         except OSError as err:
             raise OutputError(f"{dest}: cannot copy {source}: {err.strerror or err}") from None

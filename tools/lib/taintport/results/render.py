@@ -7,6 +7,7 @@ run applied are copied in too (<version>/patches/), where the KCIDB view's
 URLs lead.
 """
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from taintport.errors import InputError, OutputError
@@ -59,8 +60,9 @@ def write_patches(out_dir: Path, patches: Patches) -> None:
 
 def reports(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> dict[str, str]:
     """{file name: text} of every report, made before any is written."""
+    page_log = partial(folder.read_log, limit=folder.page_log_limit(len(doc.cells)))
     return {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
-            "index.html": htmlpage.render(doc, out_dir, folder.read_log, patches)}
+            "index.html": htmlpage.render(doc, out_dir, page_log, patches)}
 
 
 def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
@@ -68,10 +70,13 @@ def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
     """Every report (and matrix.json, with_document, its KCIDB view's URLs
     leading to artifacts_url) made, then the patches' copies and each report
     written next to matrix.json; returns the reports' paths. A report that
-    cannot be made (a log that is not a regular file) writes nothing."""
+    cannot be made (a log that is not a regular file) or would be larger than
+    the reader takes (folder.fits) writes nothing."""
     texts = reports(out_dir, doc, patches)
     if with_document:
         texts = {"matrix.json": folder.document(out_dir, doc, artifacts_url), **texts}
+    for name, text in texts.items():
+        folder.fits(Path(out_dir) / name, text)
     write_patches(Path(out_dir), patches or {})
     for name, text in texts.items():
         folder.write_text(Path(out_dir) / name, text)
