@@ -557,6 +557,71 @@ def test_the_page_shares_its_log_budget_among_the_cells(tmp_path, taintport):
     assert "bytes of ktap.txt left out" in (run / "index.html").read_text()
 
 
+# 6c. where the folder is published
+
+FIXTURE_BASE = "https://artifacts.example.org/taintport-fixtures/bookworm-6.1/"
+
+
+def log_urls(run):
+    return [b["log_url"] for b in json.loads((run / "matrix.json").read_text())["kcidb"]["builds"]]
+
+
+def test_report_keeps_the_https_urls_the_folder_was_published_at(tmp_path, taintport, monkeypatch):
+    assert "TAINTPORT_ARTIFACTS_URL" not in os.environ
+    run = edited(tmp_path, lambda doc: None)
+    before = log_urls(run)
+    assert all(url.startswith(FIXTURE_BASE) for url in before)
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run) == before, "not rewritten to file://"
+    assert taintport("report", run, "--artifacts-url", "https://ci.example.org/job/7/"
+                     ).returncode == 0
+    assert log_urls(run)[0] == "https://ci.example.org/job/7/bookworm-6.1/upstream/build.log"
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run)[0] == "https://ci.example.org/job/7/bookworm-6.1/upstream/build.log"
+    monkeypatch.setenv("TAINTPORT_ARTIFACTS_URL", "https://env.example.org/x")
+    assert within(60, "report", run, tmp_path=tmp_path).returncode == 0
+    assert log_urls(run)[0] == "https://env.example.org/x/bookworm-6.1/upstream/build.log"
+
+
+def test_report_makes_file_urls_of_a_folder_published_nowhere(tmp_path, taintport):
+    assert "TAINTPORT_ARTIFACTS_URL" not in os.environ
+    run = edited(tmp_path, lambda doc: doc.pop("kcidb"))
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run)[0] == (run / "bookworm-6.1/upstream/build.log").resolve().as_uri()
+    moved = run.rename(tmp_path / "moved")
+    assert taintport("report", moved).returncode == 0
+    assert log_urls(moved)[0] == (moved / "bookworm-6.1/upstream/build.log").resolve().as_uri()
+
+
+@pytest.mark.parametrize("url", ["https://user:s3cret@ci.example.org/job/7/",
+                                 "https://s3cret@ci.example.org/", "http://:s3cret@h/"])
+def test_an_artifacts_url_with_credentials_is_refused_and_not_repeated(tmp_path, url, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    before = listing(run)
+    for args in (("report", run), ("report", "kcidb", run),
+                 ("report", "merge", run, "--out", tmp_path / "merged")):
+        proc = taintport(*args, "--artifacts-url", url)
+        refused(proc, "--artifacts-url: ", "holds a user name or password", "***@")
+        assert "s3cret" not in proc.stderr + proc.stdout
+        assert listing(run) == before, args
+    assert not (tmp_path / "merged").exists()
+    # a folder whose view was published with them: named, not copied on
+    text = (run / "matrix.json").read_text().replace(FIXTURE_BASE,
+                                                     url.rstrip("/") + "/fixtures/")
+    (run / "matrix.json").write_text(text)
+    before = listing(run)
+    proc = taintport("report", run)
+    refused(proc, "matrix.json: kcidb.builds[].log_url: ", "holds a user name or password")
+    assert "s3cret" not in proc.stderr and listing(run) == before
+
+
+def test_a_view_under_two_bases_is_refused(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: doc["kcidb"]["builds"][1].update(
+        log_url="https://other.example.org/" + doc["cells"][1]["logs"]["build"]))
+    refused(taintport("report", run), "log URLs under 2 different bases")
+    assert taintport("report", run, "--artifacts-url", "https://x.example.org/").returncode == 0
+
+
 # 7. merge's --out: new or empty, none of the inputs, one writer
 
 def test_merge_refuses_an_out_that_holds_another_run(tmp_path, taintport):

@@ -536,6 +536,7 @@ def merge(sources: list[str], out: Path, quilt_dir: Path,
             raise InputError(f"--out {out}: {source} is merged from it: the merged "
                              "results go to a new or empty folder of their own")
     doc = compare.merge(sources)
+    kcidb.artifacts(out, artifacts_url)  # a bad URL is refused before out is made
     with folder.writing(out):
         try:
             folder.copy_logs(sources, out)
@@ -571,7 +572,8 @@ def cmd_report(args: Args, cache: Cache) -> int:
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR"
                          " | kcidb DIR")
-    publish(verb, folder.load_matrix(verb), args.quilt_dir, args.artifacts_url)
+    doc, base = folder.load_published(verb, args.artifacts_url)
+    publish(verb, doc, args.quilt_dir, base)
     return 0
 
 

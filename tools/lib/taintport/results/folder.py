@@ -26,6 +26,7 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+from urllib.parse import quote
 
 from taintport.cache import holding, write_atomic
 from taintport.errors import InputError, OutputError
@@ -237,11 +238,55 @@ def logs_inside(folder: Path, cell: Cell, where: str) -> None:
 
 def load_matrix(folder: Path | str) -> Matrix:
     """matrix.json of a results folder, checked (and the log files its cells name)."""
+    return loaded(folder)[1]
+
+
+def loaded(folder: Path | str) -> tuple[JSON, Matrix]:
     path = Path(folder) / "matrix.json"
-    doc = schema.read_matrix(Reader(path), parse(path))
+    data = parse(path)
+    doc = schema.read_matrix(Reader(path), data)
     for i, cell in enumerate(doc.cells):
         logs_inside(Path(folder), cell, f"{path}: cells[{i}]")
-    return doc
+    return data, doc
+
+
+def load_published(folder: Path | str, given: str | None) -> tuple[Matrix, str | None]:
+    """load_matrix, and the base `report DIR` links the folder's files under:
+    given (--artifacts-url), else $TAINTPORT_ARTIFACTS_URL (kcidb.artifacts
+    reads it), else where the folder was published before (published_at):
+    its URLs are kept, never turned into file:// ones."""
+    data, doc = loaded(folder)
+    if given or os.environ.get(kcidb.ARTIFACTS_ENV):
+        return doc, given
+    return doc, published_at(Path(folder) / "matrix.json", data, doc.cells)
+
+
+def published_at(path: Path, data: JSON, cells: Sequence[Cell]) -> str | None:
+    """Where the folder was published, as its KCIDB view's build logs say (the
+    base their URLs share), when an http(s) URL: `report DIR` keeps it. None
+    for a file:// base (where the folder was: report makes it anew) or a view
+    that names none."""
+    view = data.get("kcidb")
+    builds = view.get("builds") if isinstance(view, dict) else None
+    logs = {quote(cell.logs.build, safe="/") for cell in cells}
+    bases = set()
+    for build in builds if isinstance(builds, list) else ():
+        url = build.get("log_url") if isinstance(build, dict) else None
+        for log in logs:
+            if isinstance(url, str) and url.endswith(log) and \
+                    url[:-len(log)].endswith(("/", "#")):
+                bases.add(url[:-len(log)])
+    if not bases or all(base.startswith("file:") for base in bases):
+        return None
+    if len(bases) > 1:
+        raise InputError(f"{path}: kcidb.builds: log URLs under {len(bases)} different bases, "
+                         "not a view taintport wrote; give the one with --artifacts-url")
+    base = bases.pop()
+    try:
+        return kcidb.artifacts(path.parent, base).base
+    except InputError as err:
+        raise InputError(f"{path}: kcidb.builds[].log_url: {str(err).partition(': ')[2]}") \
+            from None
 
 
 def read_cell(path: Path) -> Cell:
