@@ -675,6 +675,81 @@ def test_two_merges_into_one_out_lose_no_cell(tmp_path):
             [c.where for c in folder.load_matrix(BOOKWORM).cells]
 
 
+# 7b. killed at a rename: a rerun finishes the job, and nothing is half-written
+
+def under_strace(tmp_path, kill_at, *args):
+    """tools/taintport with SIGKILL injected at its kill_at-th rename(2) (none:
+    None), and the count of renames it made."""
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+    trace = tmp_path / "strace.out"
+    inject = ["-e", f"inject=rename:signal=KILL:when={kill_at}"] if kill_at else []
+    proc = subprocess.run(["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=rename",
+                           *inject, sys.executable, str(REPO / "tools" / "taintport"),
+                           *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env=env)
+    return proc, trace.read_text().count("rename(")
+
+
+def kill_points(count):
+    return sorted({1, 2, count // 4, count // 2, 3 * count // 4, count - 1, count} - {0})
+
+
+def temps(folder_):
+    return [p for p in Path(folder_).rglob("*") if folder.TEMP.fullmatch(p.name)]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (tools/install-deps)")
+def test_a_report_killed_at_a_rename_leaves_temps_a_rerun_removes(tmp_path):
+    run = edited(tmp_path, lambda doc: None)
+    _, count = under_strace(tmp_path, None, "report", run)
+    assert count >= 4, "matrix.json and three reports, at least"
+    left = 0
+    for kill_at in kill_points(count):
+        proc, _ = under_strace(tmp_path, kill_at, "report", run)
+        assert proc.returncode != 0
+        left += len(temps(run))
+        folder.load_matrix(run)  # each file is the old one or the new one, whole
+    assert left, "SIGKILL at a rename leaves its temp file"
+    proc, _ = under_strace(tmp_path, None, "report", run)
+    assert proc.returncode == 0 and not temps(run)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (tools/install-deps)")
+def test_a_merge_killed_at_any_rename_leaves_no_half_out(tmp_path):
+    """A killed merge left --out with 18 files and no matrix.json: now the
+    merge is made beside it and renamed into place, and a rerun cleans up."""
+    out = tmp_path / "ci" / "merged"
+    whole = tmp_path / "whole"
+    proc, count = under_strace(tmp_path, None, "report", "merge", BOOKWORM, "--out", whole)
+    assert proc.returncode == 0 and count > 20
+    expected = sorted(str(p.relative_to(whole)) for p in whole.rglob("*"))
+    for kill_at in kill_points(count):
+        proc, _ = under_strace(tmp_path, kill_at, "report", "merge", BOOKWORM, "--out", out)
+        assert proc.returncode != 0, kill_at
+        if kill_at < count:
+            assert not out.exists(), f"killed at rename {kill_at} of {count}"
+        else:
+            assert not out.exists() or folder.load_matrix(out).cells
+            shutil.rmtree(out, ignore_errors=True)
+    assert any(p.name.startswith(".merged.taintport-merge-") for p in out.parent.iterdir())
+    proc, _ = under_strace(tmp_path, None, "report", "merge", BOOKWORM, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == expected
+    assert [p.name for p in out.parent.iterdir() if p.name != out.name] == [cache.SCRATCH_LOCK]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~cache.UMASK
+
+
+def test_report_refuses_a_folder_a_run_is_writing(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    with open(run / folder.LOCK, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write("pid 4242\n")
+        lock.flush()
+        before = listing(run)
+        refused(taintport("report", run), "pid 4242 is writing this results folder")
+        assert listing(run) == before
+
+
 # 8. a write the disk refuses: a clear error, and nothing lost
 
 @pytest.fixture
@@ -742,7 +817,8 @@ def test_a_read_only_folder_is_a_clear_error(small_disk, taintport):
     shutil.copytree(BOOKWORM, run)
     before = contents(run)
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    refused(taintport("report", run), f"{run}/", "Read-only file system")
+    refused(taintport("report", run), f"{run}: cannot hold the results folder: "
+            "Read-only file system")
     refused(taintport("report", "merge", BOOKWORM, "--out", small_disk / "merged"),
             "cannot hold the results folder: Read-only file system")
     assert contents(run) == before

@@ -15,6 +15,7 @@ folder that holds results is never taken for a new run, every file is
 replaced atomically, and a write the disk refuses is an OutputError naming
 the file, with the file that was there left as it was.
 """
+import errno
 import fcntl
 import json
 import math
@@ -23,12 +24,12 @@ import re
 import shutil
 import stat
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import quote
 
-from taintport.cache import holding, write_atomic
+from taintport.cache import UMASK, holding, scratch, sweep, write_atomic
 from taintport.errors import InputError, OutputError
 from taintport.judge.verdict import Status
 from taintport.kernel.boot import Accel
@@ -352,18 +353,86 @@ def writing(folder: Path, resume: bool = False) -> Iterator[None]:
         if not resume:
             refuse_used(folder)  # a run that took the lock just before us
         with holding(handle, f"pid {os.getpid()}"):
+            sweep_temps(folder)
             yield
 
 
-def empty(folder: Path) -> None:
-    """Everything in a folder this process holds (writing()) but its lock, removed."""
-    for entry in Path(folder).iterdir():
-        if entry.name == LOCK:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+# journal.replace_file's file beside its target, .<name>.taintport-<12 hex>
+TEMP = re.compile(r"\..+\.taintport-[0-9a-f]{12}")
+
+
+def sweep_temps(folder: Path) -> None:
+    """The files a writer killed before its rename left (TEMP), removed: only
+    by the process that holds the folder (writing()), so never a live one's."""
+    for top, _, files in os.walk(folder):  # links are not followed
+        for name in files:
+            if TEMP.fullmatch(name):
+                (Path(top) / name).unlink(missing_ok=True)
+
+
+def held_by(lock: Path) -> str | None:
+    """Who holds a results folder's lock file now (None: nobody; a run that held it was killed)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read(200).strip() or "another run"
+    return None
+
+
+@contextmanager
+def replacing(out: Path) -> Iterator[Path]:
+    """report merge's --out, all or nothing: the merge is made in a scratch
+    folder beside out (locked while this process lives; what a killed merge
+    left there is removed first), which becomes out by one rename when the
+    block ends without an error. out must be absent, or empty but for a lock
+    nobody holds; a merge killed at any point leaves it as it was."""
+    out = Path(out)
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise InputError(f"--out {out}: not a folder")
+    refuse_used(out)
+    holder = held_by(out / LOCK)
+    if holder:
+        raise InputError(f"{out}: {holder} is writing this results folder; "
+                         "wait for it or choose another --out")
+    prefix = f".{out.name}.taintport-merge-"
+    with ExitStack() as stack:
+        try:
+            sweep(out.parent, prefix)
+            folder = stack.enter_context(scratch(out.parent, prefix))
+        except OSError as err:
+            raise OutputError(f"{out.parent}: cannot make the merge beside --out {out.name}: "
+                              f"{err.strerror or err}") from None
+        yield folder
+        install(folder, out)
+
+
+def install(folder: Path, out: Path) -> None:
+    """folder renamed to out (empty, or only a lock nobody holds), with the mode
+    a folder this user makes has."""
+    try:
+        os.chmod(folder, 0o777 & ~UMASK)
+        if out.is_dir():
+            if held_by(out / LOCK):
+                raise FileExistsError(errno.EEXIST, "held")
+            (out / LOCK).unlink(missing_ok=True)
+            out.rmdir()
+        os.rename(folder, out)
+        fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        if err.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise InputError(f"--out {out} already holds results: another run or merge "
+                             "wrote it meanwhile; this merge is left out") from None
+        raise OutputError(f"{out}: cannot put the merge in place: "
+                          f"{err.strerror or err}") from None
 
 
 # -- writing -----------------------------------------------------------------------
