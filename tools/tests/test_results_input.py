@@ -820,7 +820,7 @@ def test_a_read_only_folder_is_a_clear_error(small_disk, taintport):
     refused(taintport("report", run), f"{run}: cannot hold the results folder: "
             "Read-only file system")
     refused(taintport("report", "merge", BOOKWORM, "--out", small_disk / "merged"),
-            "cannot hold the results folder: Read-only file system")
+            f"{small_disk}: cannot make the merge beside --out merged: Read-only file system")
     assert contents(run) == before
 
 
