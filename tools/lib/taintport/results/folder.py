@@ -273,10 +273,13 @@ def published_at(path: Path, data: JSON, cells: Sequence[Cell]) -> str | None:
     bases = set()
     for build in builds if isinstance(builds, list) else ():
         url = build.get("log_url") if isinstance(build, dict) else None
-        for log in logs:
-            if isinstance(url, str) and url.endswith(log) and \
-                    url[:-len(log)].endswith(("/", "#")):
-                bases.add(url[:-len(log)])
+        if not isinstance(url, str) or url.count("/") < 2:
+            continue
+        # base + version/variant/build.log, the base ending in "/" or "#"
+        head, variant, name = url.rsplit("/", 2)
+        cut = max(head.rfind("/"), head.rfind("#")) + 1
+        if f"{head[cut:]}/{variant}/{name}" in logs:
+            bases.add(head[:cut])
     if not bases or all(base.startswith("file:") for base in bases):
         return None
     if len(bases) > 1:
