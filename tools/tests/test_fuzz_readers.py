@@ -138,6 +138,7 @@ def test_any_json_as_matrix_json_is_a_matrix_or_an_input_error(run_dir, value):
 @example(path=("cells", 0, "version"), value="b" * 5000, drop=False)
 @example(path=("cells", 0, "logs", "console"), value="/etc/passwd", drop=False)
 @example(path=("cells", 0, "errors"), value=["e" * 1_000_000] * 3, drop=False)
+@example(path=("cells", 1, "checks", 0, "diagnostics"), value=[], drop=False)  # found so
 def test_a_real_matrix_edited_anywhere_is_read_or_refused(run_dir, path, value, drop):
     """The fixture's cells with one value replaced or dropped: every field's reader."""
     (run_dir / "matrix.json").write_text(json.dumps(edited(BASE, path, value, drop)))
