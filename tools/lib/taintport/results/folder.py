@@ -10,10 +10,14 @@ MAX_DEPTH), checked field by field by schema.py; every path a cell names
 stays inside the folder once links are resolved. A refusal is an InputError
 naming the file and the field (exit 2).
 
-Writing: one run (or merge) holds a folder at a time (its lock file), a
-folder that holds results is never taken for a new run, every file is
-replaced atomically, and a write the disk refuses is an OutputError naming
-the file, with the file that was there left as it was.
+Writing: what taintport writes, it reads back: the caps above are the
+writer's too (fits(); a cell's free text is cut to schema.MAX_STRING). One
+run (or `report DIR`) holds a folder at a time (its lock file) and removes
+the temp files a killed writer left; a folder that holds results is never
+taken for a new run; every file is replaced atomically; a merge is made
+beside its --out and renamed into place (replacing()), whole or not at all;
+and a write the disk refuses is an OutputError naming the file, with the
+file that was there left as it was.
 """
 import errno
 import fcntl
