@@ -739,6 +739,18 @@ def test_a_merge_killed_at_any_rename_leaves_no_half_out(tmp_path):
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~cache.UMASK
 
 
+@pytest.mark.parametrize("name", [".", ".."])
+def test_merge_refuses_an_out_it_cannot_rename_into_place(tmp_path, name):
+    cwd = tmp_path / "empty" / "here"
+    cwd.mkdir(parents=True)
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "taintport"), "report", "merge",
+                           str(BOOKWORM), "--out", name], capture_output=True, text=True,
+                          cwd=cwd, timeout=120,
+                          env=dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache")))
+    refused(proc, f"--out {name}: name the folder itself")
+    assert not list(cwd.iterdir()) and sorted(p.name for p in cwd.parent.iterdir()) == ["here"]
+
+
 def test_report_refuses_a_folder_a_run_is_writing(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: None)
     with open(run / folder.LOCK, "a+") as lock:

@@ -399,6 +399,9 @@ def replacing(out: Path) -> Iterator[Path]:
     block ends without an error. out must be absent, or empty but for a lock
     nobody holds; a merge killed at any point leaves it as it was."""
     out = Path(out)
+    if out.name in ("", ".", ".."):
+        raise InputError(f"--out {out}: name the folder itself (the merge is made beside "
+                         "it and renamed to its name)")
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise InputError(f"--out {out}: not a folder")
     refuse_used(out)
