@@ -400,6 +400,11 @@ def test_a_string_past_the_limit_is_refused_and_never_written(tmp_path, taintpor
     folder.write_cell(tmp_path / "out", cell)
     back = folder.read_cell(tmp_path / "out" / cell.version / cell.variant.name / "cell.json")
     assert len(back.errors[0]) <= schema.MAX_STRING and back.errors[0].endswith("cut]")
+    # and so does the matrix.json a run writes as each cell ends, its KCIDB view too
+    doc = folder.load_matrix(BOOKWORM)
+    doc.cells[0].errors = ["e" * 30_000_000]
+    folder.write_document(tmp_path / "out", doc)
+    assert (tmp_path / "out" / "matrix.json").stat().st_size < 4 * schema.MAX_STRING
 
 
 def test_a_file_past_its_limit_is_refused(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ import shutil
 import stat
 import threading
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import quote
@@ -472,9 +473,12 @@ def write_cell(out: Path, cell: Cell) -> None:
 
 def document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> str:
     """matrix.json's text, with its "kcidb" view computed from the cells; its
-    URLs lead where the folder is published (kcidb.artifacts)."""
+    URLs lead where the folder is published (kcidb.artifacts). The view is made
+    of the cells as written (schema.fitted): a run's cell of 30 MB of errors
+    is no 30 MB in the view."""
     data = schema.write_matrix(doc)
-    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
+    written = replace(doc, cells=[schema.fitted(cell) for cell in doc.cells])
+    data["kcidb"] = kcidb.report(written, kcidb.artifacts(out, artifacts_url))
     return json.dumps(data, indent=2) + "\n"
 
 
