@@ -261,3 +261,37 @@ def test_a_finding_with_skips_it_caused_is_unexpected():
     text = text.replace("ok 2 events_present", "ok 2 events_present # SKIP module not loaded")
     j = verdict.judge(ktap.parse(text), EXPECTED)
     assert j.status is verdict.Status.UNEXPECTED
+
+
+# KTAP the agent never prints, which must not read as a clean run (issue 34 item 8)
+
+@pytest.mark.parametrize("word", ["# skip", "# Skip", "#SKIP", "# SKIP"])
+def test_a_skip_directive_is_read_in_any_case(word):
+    """ktap.rst: directives are case-insensitive; a lower-case skip is no observation."""
+    text = console([("signed.loads", True), ("signed.events_present", True)])
+    text = text.replace("ok 2 events_present", f"ok 2 events_present {word} no tracefs")
+    parsed = ktap.parse(text)
+    result = parsed.results["signed.events_present"]
+    assert (result.directive, result.skipped, result.reason) == ("SKIP", True, "no tracefs")
+    assert verdict.judge(parsed, EXPECTED).status is verdict.Status.ERROR
+
+
+def test_a_test_reported_twice_is_an_error():
+    text = console([("signed.loads", True), ("signed.events_present", True)])
+    text = text.replace("ok 2 events_present", "ok 2 loads")
+    parsed = ktap.parse(text)
+    assert parsed.errors == ["result name signed.loads reported twice"]
+    assert verdict.judge(parsed, EXPECTED).status is verdict.Status.ERROR
+
+
+def test_more_results_than_planned_is_an_error():
+    parsed = ktap.parse(console([("signed.loads", True), ("signed.events_present", True)],
+                                plan=1))
+    assert parsed.errors == ["subtest signed: 2 results for a plan of 1"]
+    assert verdict.judge(parsed, EXPECTED).status is verdict.Status.ERROR
+
+
+def test_more_subtests_than_planned_is_an_error():
+    text = console([("signed.loads", True), ("unsigned.loads", True)])
+    parsed = ktap.parse(text.replace("\n1..2\n", "\n1..1\n", 1))
+    assert parsed.errors == ["2 subtests for a plan of 1"]

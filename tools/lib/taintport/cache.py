@@ -131,13 +131,13 @@ def _umask() -> int:
 UMASK = _umask()
 
 
-def write_atomic(path: Path | str, text: str) -> None:
+def write_atomic(path: Path | str, text: str | bytes) -> None:
     """Write a file so a reader never sees half of it (results survive a crash):
     atomic.replace_file, with the mode any file this user creates would have
     (results and docs are for others to read too)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    replace_file(path, text.encode(), 0o666 & ~UMASK)
+    replace_file(path, text.encode() if isinstance(text, str) else text, 0o666 & ~UMASK)
 
 
 # Scratch folders (a download, an extraction) are locked (flock on the folder

@@ -534,31 +534,25 @@ def locked_cell(func: Verb) -> Verb:
     return wrapper
 
 
-def publish(out: Path, doc: Matrix, quilt_dir: Path, artifacts_url: str | None = None) -> None:
-    """matrix.json and every report rendered from it."""
-    for path in render.publish(out, doc, render.read_patches(doc, quilt_dir),
-                               with_document=True, artifacts_url=artifacts_url):
-        print(path)
-
-
 def merge(sources: list[str], out: Path, quilt_dir: Path,
           artifacts_url: str | None = None) -> int:
     """report merge: every source read and checked before out is touched; out
-    is new or empty (as matrix's --out) and none of the sources, is held while
-    written, and holds nothing again when the merge cannot finish."""
+    is new or empty (as matrix's --out) and none of the sources, and gets the
+    whole merge at once or nothing (folder.replacing)."""
     for source in sources:
         theirs, mine = Path(source).resolve(), Path(out).resolve()
         if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
             raise InputError(f"--out {out}: {source} is merged from it: the merged "
                              "results go to a new or empty folder of their own")
     doc = compare.merge(sources)
-    with folder.writing(out):
-        try:
-            folder.copy_logs(sources, out)
-            publish(out, doc, quilt_dir, artifacts_url)
-        except BaseException:
-            folder.empty(out)  # it held nothing when the lock was taken
-            raise
+    # file:// URLs of out, not of the folder the merge is made in
+    base = kcidb.artifacts(out, artifacts_url).base
+    with folder.replacing(out) as made:
+        folder.copy_logs(sources, made)
+        written = render.publish(made, doc, render.read_patches(doc, quilt_dir),
+                                 with_document=True, artifacts_url=base)
+    for path in written:
+        print(Path(out) / path.name)
     return doc.exit_code  # a CI report job fails as its cells do
 
 
@@ -587,7 +581,10 @@ def cmd_report(args: Args, cache: Cache) -> int:
     if rest:
         raise InputError("usage: taintport report DIR | compare OLD NEW | merge DIR... --out DIR"
                          " | kcidb DIR")
-    publish(verb, folder.load_matrix(verb), args.quilt_dir, args.artifacts_url)
+    doc, base = folder.load_published(verb, args.artifacts_url)
+    for path in render.republish(Path(verb), doc, render.read_patches(doc, args.quilt_dir),
+                                 base):
+        print(path)
     return 0
 
 

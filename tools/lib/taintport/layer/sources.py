@@ -10,13 +10,20 @@ byte for byte, UTF-8 (the kernel's own encoding) with LF line ends; anything
 else is refused with the file, the piece that lives there and the cause,
 before anything is written.
 """
+import os
 import re
+import stat
 from pathlib import Path
 
+from taintport.errors import InputError
 from taintport.journal import Unsafe, regular_file
 from taintport.layer.model import LayerError
 
 VERSION_LINE = re.compile(r"^(VERSION|PATCHLEVEL) = (\d+)$", re.M)
+# a kernel's top Makefile says its version in its first lines; this much of it is read
+MAKEFILE_HEAD = 64 << 10
+# the most digits of VERSION or PATCHLEVEL (a kernel's are one or two)
+VERSION_DIGITS = 3
 
 
 def _refuse(piece: str, rel: str, expected: str) -> LayerError:
@@ -77,13 +84,28 @@ def read_text(root: Path, rel: str, piece: str) -> str | None:
 
 
 def kernel_version(root: Path) -> tuple[int, int] | None:
-    """(6, 1) from a tree's top Makefile, None when it does not say."""
+    """(6, 1) from a tree's top Makefile, None when it does not say (or is no
+    regular file); a number no kernel has (5,000 digits) is an InputError."""
     path = Path(root) / "Makefile"
-    if path.is_symlink() or not path.is_file():
+    try:
+        # O_NONBLOCK: a FIFO there would wait for a writer; O_NOFOLLOW: no link
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return None
-    found = dict(VERSION_LINE.findall(path.read_text(errors="replace")))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        try:
+            head = handle.read(MAKEFILE_HEAD).decode(errors="replace")
+        except OSError as err:
+            raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+    found = dict(VERSION_LINE.findall(head))
     if len(found) != 2:
         return None
+    for key, digits in found.items():
+        if len(digits) > VERSION_DIGITS:
+            raise InputError(f"{path}: {key} = a number of {len(digits)} digits is not a "
+                             f"kernel's version (at most {VERSION_DIGITS} digits)")
     return int(found["VERSION"]), int(found["PATCHLEVEL"])
 
 

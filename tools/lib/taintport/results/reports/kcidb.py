@@ -68,6 +68,12 @@ def artifacts(out: Path | str, given: str | None = None) -> Artifacts:
             (parts.scheme != "file" and not parts.netloc):
         raise InputError(f"{source}: {base!r} is not an absolute http(s):// or file:// URL "
                          "(where the results folder is published)")
+    if "@" in parts.netloc:
+        # every URL of every report would publish them: refused, and not repeated here
+        shown = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        raise InputError(f"{source}: {shown!r} holds a user name or password: the URLs made "
+                         "from it are published in matrix.json and every report; give the "
+                         "base without them")
     return Artifacts(base)
 
 
