@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO
 from taintport import atomic
-from taintport.atomic import TEMP_MARK, leftovers, replace_file
+from taintport.atomic import leftovers, replace_file
 
 LIB = REPO / "tools" / "lib"
 
@@ -126,4 +126,4 @@ def test_report_removes_the_temp_files_a_killed_report_left(tmp_path, taintport)
     proc = taintport("report", run)
     assert proc.returncode in (0, 1), proc.stderr
     assert not any(p.exists() for p in planted)
-    assert not any(TEMP_MARK in p.name for p in run.rglob("*"))
+    assert not any(atomic.target_of(p.name) for p in run.rglob("*"))

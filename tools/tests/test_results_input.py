@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from taintport import cache
+from taintport import atomic, cache
 from taintport.cache import Cache
 from taintport.errors import InputError, OutputError
 from taintport.judge import verdict
@@ -700,7 +700,7 @@ def kill_points(count):
 
 
 def temps(folder_):
-    return [p for p in Path(folder_).rglob("*") if folder.TEMP.fullmatch(p.name)]
+    return [p for p in Path(folder_).rglob("*") if atomic.target_of(p.name)]
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (tools/install-deps)")

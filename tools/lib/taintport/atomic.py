@@ -77,6 +77,17 @@ def replace_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
     fsync_dir(path.parent)
 
 
+def target_of(name: str) -> str | None:
+    """The file a temporary name of temp_beside's shape stands beside (None:
+    not such a name)."""
+    if not name.startswith(".") or TEMP_MARK not in name:
+        return None
+    target, _, nonce = name[1:].rpartition(TEMP_MARK)
+    if not target or len(nonce) != TEMP_HEX or not re.fullmatch(r"[0-9a-f]+", nonce):
+        return None
+    return target
+
+
 def leftovers(path: Path) -> list[Path]:
     """The temporary files of path's name in its folder, live or dead."""
     shape = re.compile(re.escape(f".{path.name}{TEMP_MARK}") + f"[0-9a-f]{{{TEMP_HEX}}}")

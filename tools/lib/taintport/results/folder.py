@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import quote
 
+from taintport import atomic
 from taintport.cache import UMASK, holding, scratch, sweep, write_atomic
 from taintport.errors import InputError, OutputError
 from taintport.judge.verdict import Status
@@ -365,17 +366,12 @@ def writing(folder: Path, resume: bool = False) -> Iterator[None]:
             yield
 
 
-# journal.replace_file's file beside its target, .<name>.taintport-<12 hex>
-TEMP = re.compile(r"\..+\.taintport-[0-9a-f]{12}")
-
-
 def sweep_temps(folder: Path) -> None:
-    """The files a writer killed before its rename left (TEMP), removed: only
-    by the process that holds the folder (writing()), so never a live one's."""
+    """The files a writer killed before its rename left (atomic.temp_beside's
+    names), removed by atomic.sweep: a live writer's is never taken."""
     for top, _, files in os.walk(folder):  # links are not followed
-        for name in files:
-            if TEMP.fullmatch(name):
-                (Path(top) / name).unlink(missing_ok=True)
+        for target in {atomic.target_of(name) for name in files} - {None}:
+            atomic.sweep(Path(top) / str(target))
 
 
 def held_by(lock: Path) -> str | None:
