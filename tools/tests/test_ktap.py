@@ -159,24 +159,6 @@ def test_repository_expectations_list_every_test_and_each_fixs_failures():
     assert exp.owner("enforced.sig_enforce_enabled") == ""
 
 
-def test_expectations_file_is_validated(tmp_path):
-    good = verdict.EXPECTATIONS.read_text()
-    cases = {
-        "unknown test in xfail": good.replace('"livepatch.event_fires",',
-                                              '"livepatch.event_fire",'),
-        "missing xfail": good.replace("[livepatch]\nxfail", "[livepatch]\nxfails"),
-        "a test twice": good.replace('"loads",\n    "module_tainted_O", "module_tainted_K"',
-                                     '"loads", "loads",\n    "module_tainted_O", '
-                                     '"module_tainted_K"'),
-    }
-    for what, text in cases.items():
-        assert text != good, what
-        path = tmp_path / "e.toml"
-        path.write_text(text)
-        with pytest.raises(verdict.InputError):
-            verdict.load(fixes.NAMES, path)
-
-
 def test_fix_states_follow_the_variant_and_what_ships():
     exp = verdict.load(fixes.NAMES)
     S = verdict.FixState
