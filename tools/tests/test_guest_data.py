@@ -104,7 +104,8 @@ def test_the_gen_checks_script_refuses_spoiled_data_with_exit_2(tmp_path):
                     ignore=shutil.ignore_patterns("out"))
     shutil.copytree(LIBRARY, spoiled / "tools" / "lib" / "taintport",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(REPO / "kconfigs", spoiled / "kconfigs")
+    for folder in ("kconfigs", "versions"):
+        shutil.copytree(REPO / folder, spoiled / folder)
     fix = spoiled / "test-matrix" / "fixes" / "livepatch.toml"
     fix.write_text(fix.read_text().replace('"patch_applies"', '"patch_works"'))
     proc = subprocess.run(["/usr/bin/python3",

@@ -26,6 +26,7 @@ from taintport.errors import InputError
 TEST_MATRIX = REPO / "test-matrix"
 GUEST = TEST_MATRIX / "guest.toml"
 FIXES = TEST_MATRIX / "fixes"
+VERSIONS = REPO / "versions"
 
 FIX_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 # a module name is also its trace system and a C identifier's part
@@ -49,7 +50,7 @@ class Kind(str, enum.Enum):
     LOG = "log"                        # the load's kernel log has the line
     UNLOADS = "unloads"
     SIG_ENFORCE = "sig_enforce"        # sig_enforce turned on
-    REFUSED = "refused"                # finit_module() failed with EKEYREJECTED
+    REFUSED = "refused"                # the load failed with EKEYREJECTED
     NOT_LOADED = "not_loaded"
     NO_EVENTS = "no_events"
     NO_NEW_TAINT = "no_new_taint"
@@ -318,6 +319,10 @@ def _fix(name: str, data: dict[str, Any], path: Path) -> tuple[Fix, dict[str, An
     not_applicable = _table(data, "not_applicable", where)
     if not all(isinstance(v, str) and v for v in not_applicable.values()):
         raise InputError(f"{where}: [not_applicable] maps a version to why")
+    unknown = sorted(v for v in not_applicable if not (VERSIONS / f"{v}.toml").is_file())
+    if unknown:
+        raise InputError(f"{where}: [not_applicable] names no version of {VERSIONS}: "
+                         f"{', '.join(unknown)}")
     absent = _xfail(xfail, "absent", where)
     if not_applicable and not absent:
         raise InputError(f"{where}: [xfail] absent missing: what a version of "
