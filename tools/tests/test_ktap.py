@@ -201,6 +201,16 @@ def test_a_fix_not_applicable_to_a_version_expects_what_its_absence_fails():
         failing = exp.failures(states)
         assert exp.absent["test"] <= failing
         assert not exp.xfail["test"] & failing
+    # the reason reaches the reports with each such test's diagnostics
+    states = exp.states(named("upstream"), ("unsigned",), "bullseye-5.10")
+    notes = exp.notes(states, "bullseye-5.10")
+    assert set(notes) == exp.absent["test"]
+    parsed = ktap.parse(console([("test.module_tainted_N", False)]))
+    check = verdict.judge(parsed, {"test.module_tainted_N": False}, notes=notes).checks[0]
+    assert check.matches and "not applicable to bullseye-5.10: no TAINT_TEST" in \
+        check.diagnostics[-1]
+    assert exp.notes(exp.states(named("upstream"), ("unsigned", "test"), "bookworm-6.1"),
+                     "bookworm-6.1") == {}
     # on a version that has the taint, the fix is judged as any other
     assert exp.states(named("upstream"), ("unsigned", "test"), "bookworm-6.1")["test"] is \
         verdict.FixState.PRESENT

@@ -84,6 +84,15 @@ class Expectations:
         return {fix: self.not_applicable[fix][version] for fix, state in states.items()
                 if state is FixState.NOT_APPLICABLE}
 
+    def notes(self, states: Mapping[str, FixState], version: str) -> dict[str, str]:
+        """{test: why it is expected to fail} for the tests a fix that is not
+        applicable to the version expects failed: the reason reaches the
+        reports with the test's diagnostics."""
+        return {test: f"host: {fix} is not applicable to {version}: {why}; expected "
+                      "to fail as on any kernel without what it is about"
+                for fix, why in self.why_not_applicable(states, version).items()
+                for test in sorted(self.absent[fix])}
+
     def known_bug(self, variant: Variant, states: dict[str, FixState]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
         return variant.base is Base.SHIPPED and not variant.layer and \
@@ -195,12 +204,14 @@ def digest() -> str:
 
 
 def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
-          skips: frozenset[str] = frozenset()) -> "Judgement":
+          skips: frozenset[str] = frozenset(),
+          notes: Mapping[str, str] = {}) -> "Judgement":
     """Compare; a broken run, an incomplete set of tests or a test the agent
     could not observe is an error, unless skips declares it unobservable by
     design (and then observing it is an error too: the declaration is
     wrong). known_bug: the tree as shipped lacks a fix, so as-expected is
-    known-bug."""
+    known-bug. notes: a host's word on why a test is expected as it is,
+    added to its diagnostics."""
     checks = []
     errors = list(parsed.errors)
     for name, want in expected.items():
@@ -209,7 +220,8 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
         skipped = result is not None and result.skipped
         checks.append(Check(name=name, expected=want,
                             observed=None if result is None or skipped else result.ok,
-                            diagnostics=tuple(result.diagnostics) if result else (),
+                            diagnostics=(tuple(result.diagnostics) if result else ()) +
+                            ((notes[name],) if name in notes else ()),
                             directive=result.directive if result else "",
                             declared_skip=name in skips))
     observed = sorted(c.name for c in checks if c.declared_skip and c.observed is not None)

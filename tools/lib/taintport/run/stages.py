@@ -205,7 +205,8 @@ class Chain:
         # cell.fixes: the states new_cell read from the expectations
         judgement = verdict.judge(parsed, self.expectations.expected(cell.fixes),
                                   self.expectations.known_bug(cell.variant, cell.fixes),
-                                  cell.variant.skips)
+                                  cell.variant.skips,
+                                  self.expectations.notes(cell.fixes, cell.version))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell.status = judgement.status
