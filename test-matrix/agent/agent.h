@@ -42,6 +42,7 @@ enum kind {
 	KIND_LOG,
 	KIND_UNLOADS,
 	KIND_SIG_ENFORCE,
+	/* what a refused load leaves: last, refusal_kind() relies on it */
 	KIND_REFUSED,
 	KIND_NOT_LOADED,
 	KIND_NO_EVENTS,
