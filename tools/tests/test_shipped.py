@@ -146,7 +146,7 @@ def test_variants_skips_must_name_tests(tmp_path):
     path = tmp_path / "variants.toml"
     path.write_text(text)
     with pytest.raises(InputError, match=r"\[variants.shipped\] skips test\(s\) that .*"
-                                         r"\[tests\] does not have: "
+                                         r"the guest data .* does not have: "
                                          r"livepatch.module_not_tainted_X"):
         verdict.load(fixes.NAMES, table_path=path)
 

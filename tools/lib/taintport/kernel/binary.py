@@ -19,7 +19,6 @@ from pathlib import Path
 
 from taintport.atomic import replace_file
 from taintport.cache import Cache, scratch, sweep
-from taintport.digest import tree_digest
 from taintport.errors import RunError
 from taintport.kernel import build
 from taintport.kernel.build import Artifacts
@@ -210,7 +209,7 @@ def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Art
     build_modules(headers_dir(top, shipped), shipped, out, log, jobs)
     signed_module(top, shipped, out)
     agent = out / "taintport-agent"
-    sources = tree_digest(build.AGENT_SRC)[:16]
+    sources = build.agent_sources()
     # beside the built variants' agent, but its own: another release
     shutil.copy2(build.build_agent(out.parent / f"agent-{sources}-{shipped.release}",
                                    shipped.release, log), agent)

@@ -6,6 +6,7 @@ modules (every one test-matrix/module/Kbuild names) are built against the same
 build dir, and each is also signed with the key that build generated (which
 never leaves the build dir).
 """
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator, Sequence
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
-from taintport.digest import tree_digest
+from taintport.digest import sha256_of, tree_digest
 from taintport.errors import RunError
 from taintport.kernel import kconfig
 from taintport.process import NICE_LEVEL, require, run
@@ -147,6 +148,14 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
     return module_files(out)
 
 
+def agent_sources() -> str:
+    """What the agent is made of: its C, and the guest data its checks are
+    generated from (test-matrix/, read by judge/guest.py)."""
+    return hashlib.sha256((tree_digest(REPO / "test-matrix") +
+                           sha256_of(REPO / "tools" / "lib" / "taintport" / "judge" /
+                                     "guest.py")).encode()).hexdigest()[:16]
+
+
 def build_agent(out: Path, release: str, log: Path) -> Path:
     run(["make", "-C", AGENT_SRC, f"OUT={out}", f"KRELEASE={release}"], stage="agent",
         log=log)
@@ -170,7 +179,7 @@ def build_variant(tree: Path, build_dir: Path, version_name: str, out: Path, log
     # the shared cache); each variant takes a copy, since its initramfs is
     # made while the next variant builds
     agent = out / "taintport-agent"
-    sources = tree_digest(AGENT_SRC)[:16]
+    sources = agent_sources()
     shutil.copy2(build_agent(out.parent / f"agent-{sources}", release, log), agent)
     return Artifacts(directory=out, bzimage=bzimage, modules=modules, agent=agent,
                      release=release)

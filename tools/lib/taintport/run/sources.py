@@ -74,7 +74,7 @@ class TreeBuild(Source):
                               for p in quilt_series.for_variant(variant)},
                       fragments={f.name: sha256_of(f)
                                  for f in kconfig.fragments(version.name)},
-                      expectations_sha256=sha256_of(verdict.EXPECTATIONS),
+                      expectations_sha256=verdict.digest(),
                       test_matrix_sha256=tree_digest(REPO / "test-matrix"))
 
     def profile(self, chain: Chain) -> BootProfile:
@@ -138,7 +138,7 @@ class DistributionBinary(Source):
         return Inputs(package=image.package, package_version=image.version,
                       release=version.release, suite=version.suite,
                       deb_sha256=image.sha256, ships=list(version.ships),
-                      expectations_sha256=sha256_of(verdict.EXPECTATIONS),
+                      expectations_sha256=verdict.digest(),
                       test_matrix_sha256=tree_digest(REPO / "test-matrix"),
                       binaries={f"{p.package}={p.version}": p.sha256
                                 for p in shipped.packages},

@@ -81,7 +81,7 @@ class Chain:
 
     def new_cell(self, version: Version, variant: Variant, inputs: Inputs | None = None,
                  key: str | None = None) -> Cell:
-        states = self.expectations.states(variant, version.ships)
+        states = self.expectations.states(variant, version.ships, version.name)
         cell = Cell.new(version.name, variant, states)
         cell.inputs, cell.key = inputs, key
         cell.fault = fault_in(self.append)
@@ -205,7 +205,8 @@ class Chain:
         # cell.fixes: the states new_cell read from the expectations
         judgement = verdict.judge(parsed, self.expectations.expected(cell.fixes),
                                   self.expectations.known_bug(cell.variant, cell.fixes),
-                                  cell.variant.skips)
+                                  cell.variant.skips,
+                                  self.expectations.notes(cell.fixes, cell.version))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell.status = judgement.status
@@ -248,8 +249,8 @@ class Chain:
             cell_before = earlier.get(name)
             if cell_before is None or cell_before.status is verdict.Status.ERROR:
                 continue
-            if expect.expected(expect.states(cell.variant, version.ships)) != \
-                    expect.expected(expect.states(other, version.ships)):
+            if expect.expected(expect.states(cell.variant, version.ships, version.name)) != \
+                    expect.expected(expect.states(other, version.ships, version.name)):
                 continue  # the same kernel, judged by other rules: boot it
             start = time.monotonic()
             if mine is None:
@@ -291,7 +292,7 @@ class Chain:
             cell.inputs.sources_sha256 = sources_sha256
             cell.inputs.bzimage_sha256 = earlier.inputs.bzimage_sha256 if earlier.inputs \
                 else None
-        states = self.expectations.states(cell.variant, version.ships)
+        states = self.expectations.states(cell.variant, version.ships, version.name)
         if cell.status is verdict.Status.AS_EXPECTED and \
                 self.expectations.known_bug(cell.variant, states):
             cell.status = verdict.Status.KNOWN_BUG
