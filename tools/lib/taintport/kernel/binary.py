@@ -24,7 +24,7 @@ from taintport.digest import tree_digest
 from taintport.errors import InputError, RunError
 from taintport.kernel import build
 from taintport.kernel.build import Artifacts
-from taintport.process import appending, require, run
+from taintport.process import appending, orphan_proof, require, run
 from taintport.tree import fetch, versions
 from taintport.tree.versions import Binary, Pin, RELEASE, Version
 
@@ -65,7 +65,7 @@ def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
     with scratch(target.parent, fetch.EXTRACTING_PREFIX) as tmp:
         top = tmp / "top"
         for deb in debs:
-            run(fetch.orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
+            run(orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
                 log=log)
         for modules in module_folders(top, shipped):
             for module in (modules / "kernel").rglob("*"):

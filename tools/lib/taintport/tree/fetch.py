@@ -36,7 +36,7 @@ from taintport import debversion, names
 from taintport.cache import Cache, held, scratch, sweep
 from taintport.digest import sha256_of
 from taintport.errors import InputError, RunError
-from taintport.process import STOPPING, kill_group, reap, require, run, spawn
+from taintport.process import STOPPING, kill_group, orphan_proof, reap, require, run, spawn
 from taintport.tree.versions import Pin, Source, Version
 
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
@@ -103,13 +103,6 @@ def redacted(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-
-
-def orphan_proof(argv: Sequence[str]) -> list[str]:
-    """argv run so that it dies with the thread that started it: a fetch
-    killed outright (SIGKILL) leaves no tar, xz or apt-get writing into the
-    cache (setpriv --pdeathsig; its parent is the thread waiting for it)."""
-    return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
 
 
 def stanzas(text: str) -> list[dict[str, str]]:
