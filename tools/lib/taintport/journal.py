@@ -576,6 +576,7 @@ def _recover(root: Path, key: Key) -> str:
         if journal:
             plan, journal_fd = _read_journal(root, root_fd, key)
             try:
+                _reachable(root, root_fd, plan)
                 _remove(root_fd, leftovers)
                 return _roll_back(root, root_fd, plan, journal_fd, key)
             finally:
@@ -601,6 +602,19 @@ def _remove(root_fd: int, leftovers: list[tuple[str, str]]) -> None:
         shutil.rmtree(name, dir_fd=root_fd)
 
 
+def _reachable(root: Path, root_fd: int, plan: Plan) -> None:
+    """Every folder the plan names a file in reached from root without a
+    link (or absent), before anything is rolled back."""
+    for rel in [e.path for e in plan.files] + list(plan.folders):
+        try:
+            with _parent(root_fd, rel):
+                pass
+        except OSError as err:
+            raise _untrusted(root, JOURNAL, f"its plan names {rel!r}, which is reached "
+                             f"through something that is not a folder ({err.strerror})") \
+                from None
+
+
 def _roll_back(root: Path, root_fd: int, plan: Plan, journal_fd: int, key: Key) -> str:
     restored = removed = 0
     try:
@@ -619,7 +633,8 @@ def _roll_back(root: Path, root_fd: int, plan: Plan, journal_fd: int, key: Key) 
                     pass  # something of someone else's is in it now (or not a folder): it stays
     except OSError as err:
         raise JournalError(f"{root}: cannot roll back an interrupted run ({err.strerror}: "
-                           f"{err.filename}); the journal is kept in {root / JOURNAL}") from None
+                           f"{err.filename}); the journal is kept in {root / JOURNAL}: "
+                           f"its {PLAN} lists the files, orig/ their old copies") from None
     wrong = [e.path for e in plan.files if _digest_at(root_fd, e.path) != e.before]
     if wrong:
         raise JournalError(f"{root}: rolling back an interrupted run left "

@@ -172,10 +172,13 @@ def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path,
             if proc.returncode != 0:
                 raise InputError(f"quilt could not push {name} with --fuzz=0 onto a copy of "
                                  f"{tree}'s files (see {log}): "
-                                 + (proc.stdout + proc.stderr).strip().splitlines()[-1])
+                                 + ((proc.stdout + proc.stderr).strip().splitlines()
+                                    or ["it said nothing"])[-1])
         wrong = [rel for rel, text in layer.after.items()
                  if (copy / rel).read_text() != text]
-        applied = (copy / PC / "applied-patches").read_text().split()
+        # a quilt that said it pushed may have written nothing at all
+        applied_data = _read(copy / PC / "applied-patches")
+        applied = applied_data.decode(errors="replace").split() if applied_data else []
         if wrong or applied[-len(texts):] != list(texts):
             raise InputError(f"quilt's result on a copy of {tree}'s files is not the layer's "
                              f"(in {', '.join(wrong) or PC + '/applied-patches'}); "
