@@ -11,6 +11,7 @@ keeps the build dir and ccache, so it rebuilds only what changed.
 """
 import fcntl
 import os
+import secrets
 import shutil
 import stat
 import sys
@@ -99,10 +100,14 @@ class Cache:
         """Hold a user's folder (a tree, an export folder) for one run, named by
         its identity (device and inode: any path to it is the same folder); a
         second run is refused, naming the holder."""
-        info = os.stat(folder)
-        (self.root / "locks").mkdir(parents=True, exist_ok=True)
-        path = self.root / "locks" / f"tree-{info.st_dev}-{info.st_ino}.lock"
-        with open(path, "a+") as handle:
+        try:
+            info = os.stat(folder)
+            (self.root / "locks").mkdir(parents=True, exist_ok=True)
+            handle = open(self.root / "locks" / f"tree-{info.st_dev}-{info.st_ino}.lock", "a+")
+        except OSError as err:
+            raise InputError(f"{folder}: cannot take the lock of one run per folder in "
+                             f"{self.root / 'locks'} ({err.strerror})") from None
+        with handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -119,19 +124,30 @@ class Cache:
         (written whole with mode 0600, then linked into place: two runs making
         it at once agree on one), and refused when anyone but this user could
         have written or read it."""
-        self.root.mkdir(parents=True, exist_ok=True)
         path = self.root / KEY_FILE
+        try:
+            self._make_key(path)
+        except OSError as err:
+            raise InputError(f"{path}: cannot make the journal key ({err.strerror}); the "
+                             "cache must be a folder this user may write") from None
+        return Key(_read_key(path), path)
+
+    def _make_key(self, path: Path) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         if not os.path.lexists(path):
-            temp = self.root / f".{KEY_FILE}.taintport-{os.getpid()}"
-            temp.unlink(missing_ok=True)
-            replace_file(temp, os.urandom(KEY_BYTES), 0o600)
+            temp = self.root / f".{KEY_FILE}.{os.getpid()}-{secrets.token_hex(6)}"
             try:
+                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+                try:
+                    os.write(fd, secrets.token_bytes(KEY_BYTES))
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
                 os.link(temp, path)
             except FileExistsError:
                 pass  # another run made it first: theirs is the key
             finally:
-                temp.unlink()
-        return Key(_read_key(path), path)
+                temp.unlink(missing_ok=True)
 
     def _lock_path(self, name: str) -> Path:
         # checked before anything is created: a name is never a path
