@@ -8,7 +8,11 @@ state, checks that the result is the layer's, and only then writes the
 tree: every file quilt changed or created (the sources, patches/, .pc/)
 through a journal (taintport.journal), atomically, all or nothing even when
 killed, out of disk or denied a write. A journal an interrupted run left is
-rolled back first, and the run says so. Only the layer's own patches are
+rolled back first, and the run says so; one this user's taintport did not
+write is refused (journal.py). One run at a time holds the tree (a lock in
+the cache, by the tree's identity), its spatch and quilt die with it, and
+their scratch copies live in the cache, where the next run removes a killed
+one's. Only the layer's own patches are
 pushed: a series with patches quilt has not applied is refused. `--export
 DIR` writes the patches into DIR the same way and lists them in DIR/series,
 never dropping a line (in a Debian source package's debian/patches where the
