@@ -81,9 +81,7 @@ class Cache:
     def try_locked(self, name: str) -> Iterator[bool]:
         """Like locked(), but yield False at once when someone holds it."""
         with self._lock_path(name).open("a+") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
+            if busy(handle):
                 yield False
                 return
             with holding(handle, f"pid {os.getpid()} (fetching ahead)"):
@@ -108,14 +106,10 @@ class Cache:
             raise InputError(f"{folder}: cannot take the lock of one run per folder in "
                              f"{self.root / 'locks'} ({err.strerror})") from None
         with handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                handle.seek(0)
-                holder = handle.read().strip() or "another run"
+            holder = busy(handle)
+            if holder:
                 raise InputError(f"{folder}: another taintport run ({holder}) is writing it; "
-                                 "wait for it to end, then run again; nothing was "
-                                 "changed") from None
+                                 "wait for it to end, then run again; nothing was changed")
             with holding(handle, f"pid {os.getpid()}"):
                 yield
 
@@ -160,16 +154,24 @@ class Cache:
 def held(path: Path, what: str) -> Iterator[None]:
     """flock path; a second holder waits and says who holds what."""
     with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another run"
+        holder = busy(handle)
+        if holder:
             print(f"taintport: waiting for {holder} to release {what}",
                   file=sys.stderr, flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
         with holding(handle, f"pid {os.getpid()}"):
             yield
+
+
+def busy(handle: IO[str]) -> str | None:
+    """flock handle if no one holds it (None), else who does, as the holder
+    wrote it (holding())."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        return handle.read().strip() or "another run"
+    return None
 
 
 @contextmanager
