@@ -209,6 +209,9 @@ def test_the_plan_reader_bounds_size_and_nesting_before_parsing():
         journal.parse_plan(b" " * (journal.MAX_PLAN + 1))
     with pytest.raises(ValueError, match="nested deeper"):
         journal.parse_plan(b"[" * 200_000)
+    lone = json.dumps(plan_of(entry("\ud800"))).encode()
+    with pytest.raises(ValueError, match="not a name a file can have"):
+        journal.parse_plan(lone)
 
 
 @pytest.mark.parametrize("sealed", [False, True])

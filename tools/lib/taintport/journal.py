@@ -175,6 +175,10 @@ def inside(rel: object) -> str:
     if "\0" in rel or rel.startswith("/") or posixpath.normpath(rel) != rel \
             or ".." in rel.split("/") or rel == ".":
         raise Unsafe(repr(rel), "not a path inside the folder")
+    try:
+        os.fsencode(rel)
+    except UnicodeEncodeError:  # a lone surrogate from JSON's "\ud800"
+        raise Unsafe(repr(rel), "not a name a file can have") from None
     return rel
 
 
