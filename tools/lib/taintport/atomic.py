@@ -35,15 +35,17 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_new(path: Path, data: bytes, mode: int) -> None:
-    """path created anew (never through a link), written and fsynced."""
-    os.close(_locked_new(path, data, mode))
+def write_new(path: Path | str, data: bytes, mode: int, dir_fd: int | None = None) -> None:
+    """path (in the folder dir_fd, when given) created anew, never through a
+    link, written and fsynced."""
+    os.close(_locked_new(path, data, mode, dir_fd))
 
 
-def _locked_new(path: Path, data: bytes, mode: int) -> int:
+def _locked_new(path: Path | str, data: bytes, mode: int, dir_fd: int | None = None) -> int:
     """write_new's file left open and flocked: the lock says "a live run's"
     until the descriptor is closed."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & 0o7777)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 mode & 0o7777, dir_fd=dir_fd)
     try:
         # a sweep that takes the file between its creation and this lock
         # removes it: the rename then fails (ENOENT), no write is lost unsaid

@@ -436,12 +436,11 @@ def cmd_apply(args: Args, cache: Cache) -> int:
                     else dep3.git_identity(args.tree))
         none: Mapping[str, str] = {}
         if args.export:
-            done = carry.export(args.tree, given_params(args), args.export, args.mail, identity,
-                                boots)
+            done = carry.export(args.tree, given_params(args), args.export, cache, args.mail,
+                                identity, boots)
             none = done.no_mail
         else:
-            done = carry.apply(args.tree, given_params(args),
-                               cache.root / "logs" / "apply-tree.log", identity)
+            done = carry.apply(args.tree, given_params(args), cache, identity)
         if done.recovered:
             print(f"{args.export or args.tree}: {done.recovered}")
         print(f"{args.tree}: {done.layer.describe(carry.pushed(args.tree, done.layer))}")

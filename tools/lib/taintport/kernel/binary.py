@@ -22,8 +22,7 @@ from taintport.cache import Cache, scratch, sweep
 from taintport.errors import RunError
 from taintport.kernel import build
 from taintport.kernel.build import Artifacts
-from taintport.process import appending, require, run
-from taintport.tree.archive.apt import orphan_proof
+from taintport.process import appending, orphan_proof, require, run
 from taintport.tree.archive.download import fetch_deb
 from taintport.tree.archive.indexes import Indexes
 from taintport.tree.fetch import EXTRACTING_PREFIX

@@ -19,11 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from taintport.cache import Cache, scratch as scratch_folder, sweep
 from taintport.layer import sources, spatch
 from taintport.layer.model import (Fix, FixInspection, FixPatch, LayerError, LayerPatch,
                                    Params, Piece, PieceSpec, PieceState, resolve_params)
 from taintport.layer.relayout import same_code
 
+# the scratch copies of a tree's files, in the cache (cache.scratch)
+SCRATCH = "layer-"
 JOBS = 2  # spatch runs at once: the machines the layer runs on have two cores
 
 
@@ -201,19 +204,22 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
     return pieces, tuple(note for _, note in carried if note)
 
 
-def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None) -> LayerPatch:
+def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None,
+             cache: Cache | None = None) -> LayerPatch:
     """The layer for tree: one -p1 unified diff per fix, in upstream order.
 
     tree is only read: the work happens on a scratch copy of the files the
-    pieces live in, each fix on top of the ones before it. All or nothing:
-    either every diff or LayerError.
+    pieces live in, each fix on top of the ones before it, in the cache
+    (by default the user's): a killed run's copy is removed by the next run,
+    never left in TMPDIR. All or nothing: either every diff or LayerError.
     """
     root = _check_root(tree)
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch_name:
-        scratch = Path(scratch_name)
+    parent = (cache or Cache()).scratch_parent()
+    sweep(parent, SCRATCH)
+    with scratch_folder(parent, SCRATCH) as scratch:
         for rel, text in texts.items():
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
             sources.save(scratch / rel, text)

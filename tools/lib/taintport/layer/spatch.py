@@ -22,6 +22,7 @@ from typing import Iterable
 
 from taintport.family import SEMANTIC_PATCHES
 from taintport.layer.model import LayerError, Params, Span
+from taintport.process import orphan_proof
 
 SPATCH_TIMEOUT = 600
 # spatch embeds the python3 it finds on PATH unless told which: ours is
@@ -81,8 +82,8 @@ def run(cocci: str, files: Iterable[str], cwd: Path, params: Params, piece: str,
            "--no-includes", "--include-headers", "--very-quiet", *files]
     shown = ", ".join(files)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SPATCH_TIMEOUT,
-                              cwd=cwd, env=environment(piece, shown))
+        proc = subprocess.run(orphan_proof(cmd), capture_output=True, text=True,
+                              timeout=SPATCH_TIMEOUT, cwd=cwd, env=environment(piece, shown))
     except FileNotFoundError:
         raise LayerError(piece, shown, "spatch installed (Debian: coccinelle)") from None
     except subprocess.TimeoutExpired:

@@ -7,8 +7,7 @@ import threading
 from pathlib import Path
 from typing import IO, Sequence
 
-from taintport.process import kill_group, reap, spawn
-from taintport.tree.archive.apt import orphan_proof
+from taintport.process import kill_group, orphan_proof, reap, spawn
 
 
 def untar(deb: Path, tarball: str, dest: Path, members: Sequence[str] = (),

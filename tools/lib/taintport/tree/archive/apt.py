@@ -15,7 +15,7 @@ from typing import Sequence
 from taintport.atomic import replace_file
 from taintport.cache import held
 from taintport.errors import RunError
-from taintport.process import require, run
+from taintport.process import orphan_proof, require, run
 from taintport.tree.archive.published import Published, published_from, stanzas
 from taintport.tree.versions import Pin, Source
 
@@ -36,13 +36,6 @@ def redacted(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-
-
-def orphan_proof(argv: Sequence[str]) -> list[str]:
-    """argv run so that it dies with the thread that started it: a fetch
-    killed outright (SIGKILL) leaves no tar, xz or apt-get writing into the
-    cache (setpriv --pdeathsig; its parent is the thread waiting for it)."""
-    return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
 
 
 def note(log: Path, text: str) -> None:
