@@ -136,7 +136,8 @@ def _coccicheck(tree, spec, mode, debug_file):
         ["make", "-s", "--no-print-directory", "-C", str(tree), "ARCH=x86_64", "coccicheck",
          f"MODE={mode}", f"COCCI={SEMANTIC_PATCHES / spec.cocci}",
          f"M={_checked_dir(tree, spec)}", "J=1", f"DEBUG_FILE={debug_file}",
-         f"SPFLAGS={' '.join(spatch.SPATCH_PYTHON)}"],
+         "SPFLAGS=" + " ".join([*spatch.SPATCH_PYTHON,
+                                *(f"-D {name}={value}" for name, value in spec.defines)])],
         env=env, capture_output=True, text=True)
     err = debug_file.read_text() if debug_file.exists() else ""
     assert proc.returncode == 0, proc.stdout + proc.stderr + err

@@ -1,7 +1,7 @@
 """The taintport layer: fixtures in the Coccinelle habit, whole trees, failures.
 
-semantic-patches/tests/<piece>_<case>.c is an input written in the shape of
-one historical form. Its expected outcomes sit next to it:
+semantic-patches/<fix>/tests/<piece>_<case>.c is an input written in the
+shape of one historical form. Its expected outcomes sit next to it:
   <piece>_<case>.res      the output with the default letter E
   <piece>_<case>.<L>.res  the output with letter L
   <piece>_<case>[.<L>].err text the LayerError must contain
@@ -21,15 +21,27 @@ from taintport import REPO
 from taintport.layer import engine, fixes, spatch
 from taintport.layer.model import FixCondition, LayerError, Outcome, Piece, PieceState
 
-FIXTURES = REPO / "semantic-patches" / "tests"
-INPUTS = sorted(FIXTURES.glob("*.c"))
-OUTCOMES = sorted(FIXTURES.glob("*.res")) + sorted(FIXTURES.glob("*.err"))
+SEMANTIC_PATCHES = REPO / "semantic-patches"
+INPUTS = sorted(SEMANTIC_PATCHES.glob("*/tests/*.c"))
+RESULTS = sorted(SEMANTIC_PATCHES.glob("*/tests/*.res"))
+OUTCOMES = RESULTS + sorted(SEMANTIC_PATCHES.glob("*/tests/*.err"))
+
+
+def fixture(case):
+    """A fixture's path by its name (<piece>_<case>), in whichever fix's folder."""
+    (path,) = SEMANTIC_PATCHES.glob(f"*/tests/{case}")
+    return path
 
 
 def _outcome(path):
     """(input .c, piece, letter) of an outcome file."""
     stem, _, letter = path.stem.partition(".")
-    return FIXTURES / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
+    return path.parent / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
+
+
+def _defines(spec):
+    """The -D values a piece's record gives its semantic patch."""
+    return [f"{name}={value}" for name, value in spec.defines]
 
 
 def _transform(piece, text, letter):
@@ -48,7 +60,7 @@ def test_fixture(outcome):
         assert _transform(piece, fixture.read_text(), letter) == outcome.read_text()
 
 
-@pytest.mark.parametrize("res", sorted(FIXTURES.glob("*.res")), ids=lambda p: p.name)
+@pytest.mark.parametrize("res", RESULTS, ids=lambda p: p.name)
 def test_fixture_already_fixed_is_left_alone(res):
     _, piece, letter = _outcome(res)
     assert _transform(piece, res.read_text(), letter) == res.read_text()
@@ -78,7 +90,7 @@ def _tree(root, suffix):
     for rel, cases in TREE_310.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join((FIXTURES / (c + suffix)).read_text() for c in cases))
+        path.write_text("".join(fixture(c + suffix).read_text() for c in cases))
     return root
 
 
@@ -134,7 +146,7 @@ def _tree_with_livepatch(root, suffix, mask):
     tree = _tree(root, suffix)
     header = tree / "include/linux/kernel.h"
     header.write_text(header.read_text() + "#define TAINT_LIVEPATCH\t\t15\n")
-    (tree / "kernel/tracepoint.c").write_text((FIXTURES / mask).read_text())
+    (tree / "kernel/tracepoint.c").write_text(fixture(mask).read_text())
     return tree
 
 
@@ -264,7 +276,7 @@ def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
                  'echo "An error occurred when attempting to transform some files." >&2\n'
                  "exit 0\n")
     with pytest.raises(LayerError) as caught:
-        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
+        _transform("sigcheck", fixture("sigcheck_printk-once.c").read_text(), "E")
     assert "EXN" in caught.value.expected
 
 
@@ -274,7 +286,7 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
                  'echo "taintport: missing find kernel/module.c:34:2-34:18 TAINT_FORCED_MODULE"'
                  "\nexit 0\n")
     with pytest.raises(LayerError) as caught:
-        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
+        _transform("sigcheck", fixture("sigcheck_printk-once.c").read_text(), "E")
     assert "to fix the place it reported (line 34); fired: none" in caught.value.expected
 
 
@@ -283,28 +295,31 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
 # fixtures are ones whose .res differs from the .c only where spatch edits
 # code (no comment for a scripted edit to rewrite).
 
+# (piece, fixture, line): the piece's semantic patch with its record's -D values
 ALONE = [
-    ("taint_unsigned_define.cocci", "define_kernel-h", 12),
-    ("taint_unsigned_letter.cocci", "letter_designated", 7),
-    ("taint_unsigned_sigcheck.cocci", "sigcheck_augment-taints", 28),
-    ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
-    ("taint_unsigned_module_flags.cocci", "module-flags_explicit-ifs", 12),
-    ("tracepoint_livepatch.cocci", "livepatch_has-bad-taint-test", 4),
+    ("define", "define_kernel-h", 12),
+    ("letter", "letter_designated", 7),
+    ("sigcheck", "sigcheck_augment-taints", 28),
+    ("tracepoint", "tracepoint_has-bad-taint-test", 4),
+    ("module-flags", "module-flags_explicit-ifs", 12),
+    ("livepatch", "livepatch_has-bad-taint-test", 4),
 ]
 # the lines of a unified diff, with the "diff -u -p" line spatch --patch writes
 DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])")
 
 
-def _alone(cocci, path, *defines):
-    """spatch's stdout for one file, as a user runs it (Options: of the header)."""
-    return _plain(cocci, [path], *defines)
+def _alone(piece, path, *defines):
+    """spatch's stdout for one file, as a user runs it (Options: of the header)
+    with the -D values the piece's record gives."""
+    return _plain(piece, [path], *defines)
 
 
-def _plain(cocci, paths, *defines):
+def _plain(piece, paths, *defines):
     """spatch's stdout for files, as a user runs it (Options: of the header)."""
-    args = [a for d in defines for a in ("-D", d)]
+    spec = fixes.SPEC[piece]
+    args = [a for d in (*_defines(spec), *defines) for a in ("-D", d)]
     proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
-                           REPO / "semantic-patches" / cocci, *args,
+                           SEMANTIC_PATCHES / spec.cocci, *args,
                            "--very-quiet", "--no-includes", "--include-headers", *paths],
                           capture_output=True, text=True, check=True)
     assert not [line for line in proc.stderr.splitlines()
@@ -316,54 +331,53 @@ def _no_space(text):
     return re.sub(r"\s", "", text)
 
 
-@pytest.mark.parametrize("cocci", [r[0] for r in ALONE])
+@pytest.mark.parametrize("cocci", sorted({s.cocci for s in fixes.PIECES if s.cocci}))
 @pytest.mark.parametrize("mode", ["patch", "report", "context", "org"])
 def test_spatch_parses_only_files_that_name_what_a_rule_looks_for(cocci, mode):
     # Without a grep query spatch parses every file of the tree: a python
     # rule that depends on no matching rule, or a rule with nothing but
     # metavariables, costs a coccicheck minutes instead of seconds.
-    proc = subprocess.run(["spatch", "--parse-cocci", REPO / "semantic-patches" / cocci,
+    proc = subprocess.run(["spatch", "--parse-cocci", SEMANTIC_PATCHES / cocci,
                            "-D", mode], capture_output=True, text=True, check=True)
     assert "\nGrep query\n" in proc.stdout, proc.stdout[-300:]
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_patch_mode_prints_only_a_diff_that_gives_the_fix(cocci, case, line, tmp_path):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "patch")
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_patch_mode_prints_only_a_diff_that_gives_the_fix(piece, case, line, tmp_path):
+    out = _alone(piece, fixture(f"{case}.c"), "patch")
     assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
     work = tmp_path / f"{case}.c"
-    shutil.copyfile(FIXTURES / f"{case}.c", work)
+    shutil.copyfile(fixture(f"{case}.c"), work)
     subprocess.run(["patch", "--fuzz=0", work], input=out, text=True, check=True,
                    capture_output=True)
     # the code is upstream's; only spatch's layout may differ (see the header)
-    assert _no_space(work.read_text()) == _no_space((FIXTURES / f"{case}.res").read_text())
-    assert _alone(cocci, FIXTURES / f"{case}.res", "patch") == ""
+    assert _no_space(work.read_text()) == _no_space(fixture(f"{case}.res").read_text())
+    assert _alone(piece, fixture(f"{case}.res"), "patch") == ""
 
 
 # every expected output of a piece a semantic patch carries, one per shape and letter
-SPATCH_OUTCOMES = [o for o in sorted(FIXTURES.glob("*.res"))
-                   if fixes.SPEC[_outcome(o)[1]].cocci]
+SPATCH_OUTCOMES = [o for o in RESULTS if fixes.SPEC[_outcome(o)[1]].cocci]
 
 
 @pytest.mark.parametrize("res", SPATCH_OUTCOMES, ids=lambda p: p.name)
 def test_patch_mode_on_every_shape_prints_only_diff_lines(res):
     fixture, piece, letter = _outcome(res)
-    out = _alone(fixes.SPEC[piece].cocci, fixture, "patch", f"letter={letter}")
+    out = _alone(piece, fixture, "patch", f"letter={letter}")
     assert all(DIFF_LINE.match(s) for s in out.splitlines()), out
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_taintport_asks_for_the_fired_lines(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "patch", "taintport")
-    assert re.search(rf"^taintport: fired \w+ {re.escape(str(FIXTURES / case))}.c:{line}$",
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_taintport_asks_for_the_fired_lines(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "patch", "taintport")
+    assert re.search(rf"^taintport: fired \w+ {re.escape(str(fixture(f'{case}.c')))}:{line}$",
                      out, re.M)
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
-    assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
-                     _alone(cocci, FIXTURES / f"{case}.c", "report"), re.M)
-    assert _alone(cocci, FIXTURES / f"{case}.res", "report") == ""
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(piece, case, line):
+    assert re.search(rf"^{re.escape(str(fixture(f'{case}.c')))}:{line}:\S* .*missing",
+                     _alone(piece, fixture(f"{case}.c"), "report"), re.M)
+    assert _alone(piece, fixture(f"{case}.res"), "report") == ""
 
 
 def removed_lines(diff):
@@ -382,41 +396,41 @@ def removed_lines(diff):
     return removed
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_context_mode_marks_the_line_and_is_quiet_when_fixed(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "context")
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_context_mode_marks_the_line_and_is_quiet_when_fixed(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "context")
     assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
     assert not [s for s in out.splitlines() if s.startswith("+") and not s.startswith("+++ ")]
-    assert (str(FIXTURES / f"{case}.c"), line) in removed_lines(out)
-    assert _alone(cocci, FIXTURES / f"{case}.res", "context") == ""
+    assert (str(fixture(f"{case}.c")), line) in removed_lines(out)
+    assert _alone(piece, fixture(f"{case}.res"), "context") == ""
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "org")
-    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(FIXTURES / case))}.c::"
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "org")
+    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(fixture(f'{case}.c')))}::"
                         rf"face=ovl-face1::linb={line}::colb=\d+::cole=\d+\]\[.*missing.*\]\]\n",
                         out), out
-    assert _alone(cocci, FIXTURES / f"{case}.res", "org") == ""
+    assert _alone(piece, fixture(f"{case}.res"), "org") == ""
 
 
 # A bit or a letter another flag owns: named in report and org, never patched.
 TAKEN = [
-    ("taint_unsigned_define.cocci", "define_bit-13-taken", (), 3,
+    ("define", "define_bit-13-taken", (), 3,
      "bit 13 belongs to TAINT_SOFTLOCKUP"),
-    ("taint_unsigned_letter.cocci", "letter_tnt", ("letter=W",), 11,
+    ("letter", "letter_tnt", ("letter=W",), 11,
      "letter 'W' already belongs to TAINT_WARN"),
 ]
 
 
-@pytest.mark.parametrize("cocci,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
-def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter, line, owner):
-    path = FIXTURES / f"{case}.c"
-    report = _alone(cocci, path, "report", *letter)
-    org = _alone(cocci, path, "org", *letter)
+@pytest.mark.parametrize("piece,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
+def test_a_taken_bit_or_letter_is_reported_and_never_patched(piece, case, letter, line, owner):
+    path = fixture(f"{case}.c")
+    report = _alone(piece, path, "report", *letter)
+    org = _alone(piece, path, "org", *letter)
     assert f"{path}:{line}:" in report and owner in report
     assert f"linb={line}::" in org and owner in org
-    assert _alone(cocci, path, "patch", *letter) == ""
+    assert _alone(piece, path, "patch", *letter) == ""
 
 
 def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
@@ -441,15 +455,16 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
 # piece is missing or something is in its way; patch mode: whether it
 # changes anything). Nothing in Python may decide otherwise.
 
-def _plain_each(cocci, paths, *defines):
+def _plain_each(piece, paths, *defines):
     """spatch's stdout for each file on its own, as coccicheck runs it (--dir:
     one file at a time), for files named <fixture>.c in a folder of copies."""
+    spec = fixes.SPEC[piece]
     with tempfile.TemporaryDirectory(prefix="taintport-plain-") as folder:
         for path in paths:
             shutil.copyfile(path, Path(folder) / f"{path.name}.c")
-        args = [a for d in defines for a in ("-D", d)]
+        args = [a for d in (*_defines(spec), *defines) for a in ("-D", d)]
         proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
-                               REPO / "semantic-patches" / cocci, *args, "--very-quiet",
+                               SEMANTIC_PATCHES / spec.cocci, *args, "--very-quiet",
                                "--no-includes", "--include-headers", "--dir", folder],
                               capture_output=True, text=True, check=True)
         assert not [line for line in proc.stderr.splitlines()
@@ -457,24 +472,24 @@ def _plain_each(cocci, paths, *defines):
         return proc.stdout.replace(folder + "/", "")
 
 
-def _report_lines(cocci, files, letter):
+def _report_lines(piece, files, letter):
     """{fixture name: [(line, kind)]} of a plain report run; kind is "missing"
     when the message says the piece is missing, else "taken"."""
     found = {}
-    out = _plain_each(cocci, files, "report", f"letter={letter}")
+    out = _plain_each(piece, files, "report", f"letter={letter}")
     for name, line, message in re.findall(r"^(\S+?)\.c:(\d+):\S+ (.*)$", out, re.M):
         kind = "missing" if " missing" in message else "taken"
         found.setdefault(name, []).append((int(line), kind))
     return found
 
 
-def _patched(cocci, files, letter):
+def _patched(piece, files, letter):
     """The fixture names a plain patch run changes."""
-    out = _plain_each(cocci, files, "patch", f"letter={letter}")
+    out = _plain_each(piece, files, "patch", f"letter={letter}")
     return {name for name in re.findall(r"^--- (?:a/)?(\S+?)\.c$", out, re.M)}
 
 
-FIXTURE_INPUTS = INPUTS + sorted(FIXTURES.glob("*.res"))
+FIXTURE_INPUTS = INPUTS + RESULTS
 
 
 def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
@@ -485,8 +500,8 @@ def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
     for letter, paths in by_letter.items():
         plain = {}
         for spec in (s for s in fixes.PIECES if s.cocci):
-            plain[spec.name] = (_report_lines(spec.cocci, paths, letter),
-                                _patched(spec.cocci, paths, letter))
+            plain[spec.name] = (_report_lines(spec.name, paths, letter),
+                                _patched(spec.name, paths, letter))
         for n, path in enumerate(paths):
             piece = fixes.SPEC[_outcome(path)[1]]
             tree = tmp_path / f"{letter}{n}"

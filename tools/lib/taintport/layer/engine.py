@@ -1,7 +1,7 @@
 """The layer engine: a family of upstream fixes, judged and carried by spatch.
 
-The caller hands the engine the fixes (taintport.layer.fixes.FIXES, or some
-of them); the engine never names one. Each piece is judged by its semantic
+The caller hands the engine the fixes (taintport.layer.fixes.FIXES, read from
+their records, or some of them); the engine never names one. Each piece is judged by its semantic
 patch (spatch.py: present, missing or conflicting, at file:line), or, for a
 piece no semantic patch can see, by the fix's own judge. generate() carries
 the missing pieces fix after fix on a scratch copy: spatch fixes the code,
@@ -54,7 +54,8 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
         # where a rule that matched in one file changes what another may match
         for rel in existing:
             out = (root / rel).with_name(f"{Path(rel).name}.spatch-out") if patch else None
-            said = spatch.run(spec.cocci, [rel], root, params, spec.name, out=out)
+            said = spatch.run(spec.cocci, [rel], root, {**params, **dict(spec.defines)},
+                              spec.name, out=out)
             if said.verdicts:
                 return _from_verdicts(spec, rel, said.verdicts), said.fired, out
     own = candidates[0] if version is not None or not existing else existing[0]
