@@ -144,7 +144,7 @@ class Judgement:
         return [c for c in self.checks if not c.matches]
 
 
-def _names(path: Path | str, where: str, value: object, what: str = "test") -> list[str]:
+def _names(path: Path | str, where: str, value: object, what: str = "KTAP test") -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise InputError(f"{path}: {where} must be a list of {what} names")
     dup = sorted({v for v in value if value.count(v) > 1})
