@@ -103,6 +103,10 @@ def _generate(tree, **params):
     return engine.generate(tree, fixes.FIXES, params)
 
 
+def _by_name(patch):
+    return {fp.fix.name: fp for fp in patch.patches}
+
+
 def _inspect(tree, **params):
     return [p for fs in engine.inspect(tree, fixes.FIXES, params) for p in fs.pieces]
 
@@ -113,12 +117,14 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     patch = _generate(tree)
     assert _digest(tree) == before, "generate() must not touch the tree"
     assert not patch.empty
-    unsigned, livepatch = patch.patches
+    unsigned, livepatch = _by_name(patch)["unsigned"], _by_name(patch)["livepatch"]
     assert [p.state for p in unsigned.pieces] == [PieceState.MISSING] * 6
     assert unsigned.diff == patch.diff
-    # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why
+    # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why;
+    # so is every later fix of the allow-list (no taint of theirs in 3.10)
     assert livepatch.outcome is Outcome.NOT_APPLICABLE
     assert "predates livepatch" in livepatch.not_applicable
+    assert all(fp.outcome is Outcome.NOT_APPLICABLE for fp in patch.patches if fp is not unsigned)
     headers = re.findall(r"^--- a/(\S+)\n\+\+\+ b/(\S+)$", patch.diff, re.M)
     assert [a for a, b in headers] == sorted(TREE_310) and all(a == b for a, b in headers)
 
@@ -135,39 +141,47 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
 def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
     patch = _generate(_tree(tmp_path, ".res"))
     assert patch.diff == "" and patch.empty
-    assert [fp.outcome for fp in patch.patches] == [Outcome.ALREADY_UPSTREAM,
-                                                    Outcome.NOT_APPLICABLE]
-    assert patch.summary == "unsigned: already upstream; livepatch: not applicable"
+    assert [fp.outcome for fp in patch.patches] == [Outcome.ALREADY_UPSTREAM] + \
+        [Outcome.NOT_APPLICABLE] * (len(fixes.FIXES) - 1)
+    assert patch.summary.startswith("unsigned: already upstream; ")
+    assert patch.summary.endswith("; livepatch: not applicable")
     assert all(p.state is PieceState.PRESENT for p in patch.patches[0].pieces)
 
 
-def _tree_with_livepatch(root, suffix, mask):
-    """A 4.x+ tree: TAINT_LIVEPATCH defined, the mask as given."""
+def _tree_with_livepatch(root, suffix, mask, taints=("TAINT_LIVEPATCH\t\t15",)):
+    """A 4.x+ tree: TAINT_LIVEPATCH (and the other taints given) defined, the
+    mask as given."""
     tree = _tree(root, suffix)
     header = tree / "include/linux/kernel.h"
-    header.write_text(header.read_text() + "#define TAINT_LIVEPATCH\t\t15\n")
+    header.write_text(header.read_text() + "".join(f"#define {t}\n" for t in taints))
     (tree / "kernel/tracepoint.c").write_text(fixture(mask).read_text())
     return tree
 
 
+SIX_ONE = ("TAINT_TEST\t\t18", "TAINT_LIVEPATCH\t\t15")  # a 6.1 tree's taints
+
+
 def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
-    tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c")
+    tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c",
+                                SIX_ONE)
     patch = _generate(tree)
-    unsigned, livepatch = patch.patches
+    assert [fp.fix.name for fp in patch.patches] == list(fixes.NAMES)
+    unsigned, livepatch = _by_name(patch)["unsigned"], _by_name(patch)["livepatch"]
     assert unsigned.outcome is livepatch.outcome is Outcome.CARRIED
     assert "kernel/tracepoint.c" not in unsigned.diff  # the mask already has UNSIGNED
     assert livepatch.diff.count("+++ b/") == 1 and "+++ b/kernel/tracepoint.c" in livepatch.diff
     assert "+\t\t\t\t(1 << TAINT_LIVEPATCH));\n" in livepatch.diff
     assert livepatch.adapted == ()  # the 6.1 mask: upstream's own hunk
-    assert patch.summary == ("unsigned: carried define, letter, sigcheck, module-flags, "
-                             "trace-event; livepatch: carried livepatch")
+    assert patch.summary.startswith("unsigned: carried define, letter, sigcheck, "
+                                    "module-flags, trace-event; ")
+    assert patch.summary.endswith("; livepatch: carried livepatch")
 
 
 def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
     patch = _generate(tree)
-    assert patch.patches[0].outcome is Outcome.ALREADY_UPSTREAM
-    (note,) = patch.patches[1].adapted
+    assert _by_name(patch)["unsigned"].outcome is Outcome.ALREADY_UPSTREAM
+    (note,) = _by_name(patch)["livepatch"].adapted
     assert note.startswith("upstream's hunk rewraps the last two lines")
     assert "a new line holding the new term, indented like it" in note
 
@@ -253,7 +267,9 @@ def test_a_missing_file_is_named_where_the_trees_version_keeps_it(tmp_path):
 
 def test_inspect_reports_file_line_and_state(tmp_path):
     pieces = _inspect(_tree(tmp_path, ".c"))
-    assert [(p.name, p.path, p.line, p.state.value) for p in pieces] == [
+    # the unsigned fix's pieces, then the livepatch mask (and any other fix's between)
+    rows = [(p.name, p.path, p.line, p.state.value) for p in pieces]
+    assert rows[:6] + rows[-1:] == [
         ("define", "include/linux/kernel.h", 12, "missing"),
         ("letter", "kernel/panic.c", 14, "missing"),
         ("sigcheck", "kernel/module.c", 34, "missing"),
@@ -438,11 +454,12 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     from taintport.tree import versions
     from taintport.layer.ships import check_ships
     from taintport.errors import InputError
-    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c")
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c",
+                                SIX_ONE)
     bookworm = versions.select(["bookworm-6.1"])[0]
-    check_ships(bookworm, tree)  # ships unsigned only: agrees
+    check_ships(bookworm, tree)  # ships every fix but livepatch: agrees
     with pytest.raises(InputError) as caught:
-        check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
+        check_ships(replace(bookworm, ships=(*bookworm.ships, "livepatch")), tree)
     assert "bookworm-6.1.toml: ships says fix 'livepatch' is in bookworm-6.1" in str(caught.value)
     assert "livepatch missing at kernel/tracepoint.c:4" in str(caught.value)
     assert "the layer finds it missing in the fetched tree" in str(caught.value)
