@@ -542,3 +542,37 @@ def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
                     assert said == [] and path.name not in patched, where
                 checked += 1
     assert checked >= len(FIXTURE_INPUTS)
+
+
+# ------------------------------------------ the one check that is not SmPL's
+
+def test_every_piece_is_judged_by_smpl_or_its_record_says_why_not():
+    """A piece without a semantic patch is the exception its record names."""
+    for spec in fixes.PIECES:
+        assert bool(spec.cocci) != bool(spec.not_smpl), spec.name
+        assert (spec.judge is None) == bool(spec.cocci), spec.name
+
+
+def test_plain_spatch_cannot_see_the_pieces_smpl_does_not_judge(tmp_path):
+    """The reason holds: spatch, given the piece's fixture with a rule that
+    matches any initializer entry, finds nothing in the #define body, while
+    the record's rule judges every fixture."""
+    rule = tmp_path / "any.cocci"
+    rule.write_text("@r@\nexpression E;\nposition p;\n@@\n (1UL << E)@p\n\n"
+                    "@script:python@\np << r.p;\n@@\nprint(\"seen\", p[0].line)\n")
+    plain = tmp_path / "plain.c"
+    plain.write_text("int x = (1UL << TAINT_CRAP);\n")  # the rule does see code
+
+    def seen(path):
+        return "seen" in subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file", rule,
+                                         "--very-quiet", "--no-includes", "--include-headers",
+                                         path], capture_output=True, text=True,
+                                        check=True).stdout
+    assert seen(plain)
+    for spec in (s for s in fixes.PIECES if s.not_smpl):
+        cases = [p for p in INPUTS + RESULTS if _outcome(p)[1] == spec.name]
+        assert cases, spec.name
+        for case in cases:
+            assert not seen(case), case
+            assert spec.judge is not None and spec.judge(case.read_text(), spec.paths[0],
+                                                         {"letter": "E"}) is not None, case

@@ -20,7 +20,7 @@ from taintport.layer.strategies import (Edit, Edits, FlagTable, Hunk, MaskTerm, 
                                         Shown)
 
 PIECE_FIELDS = ("name", "where", "expected", "cocci", "defines", "relayout", "mask",
-                "edits", "table")
+                "edits", "table", "not_smpl")
 
 
 class _Table:
@@ -115,14 +115,18 @@ def _piece(info: FixInfo, piece: _Table) -> PieceSpec:
                   for e in piece.tables("edits", ("pattern", "replacement", "unless")))
     judge: TextJudge | None = None
     scripted: Scripted | None = Edits(edits) if edits else None
+    not_smpl = piece.text("not_smpl", "")
     if "table" in piece.data:
         if cocci or edits:
             raise InputError(f"{piece.where}: a piece with a table has no cocci and no edits")
+        if not not_smpl:
+            raise InputError(f"{piece.where}: a piece SmPL does not judge says why (not_smpl)")
         judge, scripted = _table(piece, name)
-    elif not cocci:
-        raise InputError(f"{piece.where}: a piece needs a cocci (or a table SmPL cannot read)")
+    elif not cocci or not_smpl:
+        raise InputError(f"{piece.where}: a piece is judged by its cocci, or else by a "
+                         "table with the reason SmPL cannot (not_smpl)")
     return PieceSpec(name, where, piece.text("expected"), cocci=cocci,
-                     defines=tuple(sorted(defines.items())), judge=judge,
+                     defines=tuple(sorted(defines.items())), judge=judge, not_smpl=not_smpl,
                      relayout=_relayout(piece), scripted=scripted)
 
 

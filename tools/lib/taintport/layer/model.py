@@ -116,7 +116,8 @@ class PieceSpec:
     cocci: str = ""                # the semantic patch that judges and carries it
     #                                (relative to semantic-patches/)
     defines: tuple[tuple[str, str], ...] = ()  # its -D values, from the record
-    judge: TextJudge | None = None  # only for a piece no semantic patch can see
+    judge: TextJudge | None = None  # only for a piece no semantic patch can see,
+    not_smpl: str = ""             # and then the record says why SmPL cannot judge it
     relayout: Relayout = keep_spatch_output
     scripted: Scripted | None = None
 
