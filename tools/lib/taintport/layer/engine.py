@@ -109,12 +109,12 @@ def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    out = []
-    for fix in fixes:
-        why = fix.applies(texts.get)
-        pieces = _judge_all(fix.pieces, root, version, _own_params(fix, values))
-        out.append(FixInspection(fix, pieces, why))
-    return out
+    # every fix's pieces in one pool: a fix of one piece does not wait for the next
+    jobs = [(spec, _own_params(fix, values)) for fix in fixes for spec in fix.pieces]
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        judged = iter(list(pool.map(lambda job: judge(job[0], root, version, job[1]), jobs)))
+    return [FixInspection(fix, tuple(next(judged) for _ in fix.pieces), fix.applies(texts.get))
+            for fix in fixes]
 
 
 def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
