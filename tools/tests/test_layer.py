@@ -177,6 +177,25 @@ def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
     assert patch.summary.endswith("; livepatch: carried livepatch")
 
 
+def test_on_the_v519_mask_each_later_fix_is_upstreams_own_hunk(tmp_path):
+    """Debian's 6.1 with TAINT_TEST taken out: 54be5509422e's hunk, then
+    e7bb66f79a7b's on what it gave, each byte for byte (no adaptation)."""
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "test_has-bad-taint.c", SIX_ONE)
+    patch = _by_name(_generate(tree))
+    assert patch["test"].outcome is patch["livepatch"].outcome is Outcome.CARRIED
+    assert patch["test"].adapted == patch["livepatch"].adapted == ()
+    assert ("-\t\t\t       (1 << TAINT_UNSIGNED_MODULE));\n"
+            "+\t\t\t       (1 << TAINT_UNSIGNED_MODULE) |\n"
+            "+\t\t\t       (1 << TAINT_TEST));\n") in patch["test"].diff
+
+
+def test_a_tree_without_taint_test_cannot_have_its_bug(tmp_path):
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
+    test = _by_name(_generate(tree))["test"]
+    assert test.outcome is Outcome.NOT_APPLICABLE
+    assert test.not_applicable.startswith("no TAINT_TEST (v6.0)")
+
+
 def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
     patch = _generate(tree)
