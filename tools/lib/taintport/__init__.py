@@ -6,8 +6,8 @@ leaves    errors, digest, debversion,  what every stage uses: errors, checksums,
                                      atomic file replacement, the cache folders
 tree/     versions, variants, fetch, the pinned upload, the variant table, the
           series, quilt              fetched source and its variants (quilt)
-layer/    engine, fixes/, spatch,    the family of fixes carried onto a tree, judged
-          carry, dep3, ...           by the semantic patches alone
+layer/    engine, fixes, spatch,     the family of fixes (read from their folders)
+          strategies, carry, ...     carried onto a tree, judged by the semantic patches
 kernel/   kconfig, build, binary,    the kernel built (or Debian's binary), its
           initramfs, boot            modules, dracut image and QEMU boot
 judge/    ktap, verdict              what the guest printed, against the expectations
