@@ -113,11 +113,11 @@ def test_repository_descriptors_follow_their_users_newest_upload():
 
 def test_repository_descriptors_say_which_fixes_ship():
     ships = {v.name: v.ships for v in versions.all_versions()}
-    assert ships["bookworm-6.1"] == ("unsigned",)
-    assert ships["bullseye-5.10"] == ("unsigned",)
-    assert ships["trixie-6.12"] == ("unsigned", "livepatch")
+    assert ships["bookworm-6.1"] == ("unsigned", "test")
+    assert ships["bullseye-5.10"] == ("unsigned",)  # and no TAINT_TEST at all
+    assert ships["trixie-6.12"] == ("unsigned", "test", "livepatch")
     # decided by looking (inspect on the fetched trees, test_trees.py)
-    assert ships["bookworm-6.12"] == ("unsigned", "livepatch")
+    assert ships["bookworm-6.12"] == ("unsigned", "test", "livepatch")
 
 
 @pytest.mark.parametrize("verb", [["versions"], ["versions", "--outdated"],

@@ -7,8 +7,8 @@ leaves    errors, digest, atomic,    what every stage uses: errors, checksums,
 tree/     versions, archive/, fetch, the pinned upload, the Debian archive (private
           untar, disk, variants,     apt, indexes, downloads, repin), the fetched
           series, quilt              source, the variant table and its variants (quilt)
-layer/    engine, fixes/, spatch,    the family of fixes carried onto a tree, judged
-          carry, dep3, ...           by the semantic patches alone
+layer/    engine, fixes, strategies, the family of fixes (read from their folders)
+          spatch, carry, dep3, ...   carried onto a tree, judged by the semantic patches
 kernel/   kconfig, build, binary,    the kernel built (or Debian's binary), its
           initramfs, boot            modules, dracut image and QEMU boot
 judge/    ktap, verdict              what the guest printed, against the expectations

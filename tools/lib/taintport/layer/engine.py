@@ -1,7 +1,7 @@
 """The layer engine: a family of upstream fixes, judged and carried by spatch.
 
-The caller hands the engine the fixes (taintport.layer.fixes.FIXES, or some
-of them); the engine never names one. Each piece is judged by its semantic
+The caller hands the engine the fixes (taintport.layer.fixes.FIXES, read from
+their records, or some of them); the engine never names one. Each piece is judged by its semantic
 patch (spatch.py: present, missing or conflicting, at file:line), or, for a
 piece no semantic patch can see, by the fix's own judge. generate() carries
 the missing pieces fix after fix on a scratch copy: spatch fixes the code,
@@ -65,7 +65,8 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
         # where a rule that matched in one file changes what another may match
         for rel in existing:
             out = (root / rel).with_name(f"{Path(rel).name}.spatch-out") if patch else None
-            said = spatch.run(spec.cocci, [rel], root, params, spec.name, out=out)
+            said = spatch.run(spec.cocci, [rel], root, {**params, **dict(spec.defines)},
+                              spec.name, out=out)
             if said.verdicts:
                 return _from_verdicts(spec, rel, said.verdicts), said.fired, out
     own = candidates[0] if version is not None or not existing else existing[0]
@@ -119,12 +120,12 @@ def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    out = []
-    for fix in fixes:
-        why = fix.applies(texts.get)
-        pieces = _judge_all(fix.pieces, root, version, _own_params(fix, values))
-        out.append(FixInspection(fix, pieces, why))
-    return out
+    # every fix's pieces in one pool: a fix of one piece does not wait for the next
+    jobs = [(spec, _own_params(fix, values)) for fix in fixes for spec in fix.pieces]
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        judged = iter(list(pool.map(lambda job: judge(job[0], root, version, job[1]), jobs)))
+    return [FixInspection(fix, tuple(next(judged) for _ in fix.pieces), fix.applies(texts.get))
+            for fix in fixes]
 
 
 def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:

@@ -82,7 +82,8 @@ def generate_for(tree: Path, quilt_series: series.Series, version: Version,
     start = time.monotonic()
     on_reverted = engine.generate(tree, fixes.FIXES)
     seconds = time.monotonic() - start
-    kept = [fp.fix.name for fp in on_reverted.patches if fp.outcome is not Outcome.CARRIED]
+    # a fix the tree cannot have (not applicable) is neither shipped nor removed
+    kept = [fp.fix.name for fp in on_reverted.patches if fp.outcome is Outcome.ALREADY_UPSTREAM]
     if kept:
         raise InputError(f"{version.name}: the layer finds nothing to do for "
                          f"{', '.join(kept)} on the reverted tree: the negative control "
@@ -116,6 +117,9 @@ def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
         for name, text in texts.items():
             write_atomic(directory / name, text)
         _list(directory / "series", old_generated, list(wanted))
+        # the series as written: a renamed patch (a fix added before another)
+        # is gone from the folder, and the old series would still name it
+        quilt_series = series.load(version.name, quilt_dir)
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
     full = from_full_state(tree, quilt_series, version, log)

@@ -51,7 +51,7 @@ from taintport.tree.archive.indexes import Indexes
 from taintport.tree.variants import Base
 from taintport.tree.versions import Version
 
-TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
+TOUCHED = REPO / "semantic-patches" / "tracing_allow_taint.cocci"
 
 
 # ext4 without a journal (these machines' root file system) skips inodes
