@@ -1,0 +1,79 @@
+"""The selftests stage of a cell: after the agent's boot, a boot of its own.
+
+The agent's boot stays the measured "boot + test" (docs/benchmarks.md): the
+kernel's own livepatch selftests and the trace-event sample run in a second
+boot of the same kernel, from an image of their own (dracut's part with
+51selftests once per kernel and chain, then the cell's payload and token
+appended), with their own time (timings.selftests) and progress line. Its
+console and KTAP are the cell's selftests-console.log and selftests-ktap.txt
+(kunit.py parse reads the latter as it reads ktap.txt).
+"""
+import secrets
+from pathlib import Path
+
+from taintport.errors import RunError
+from taintport.judge import ktap, selftests as judge
+from taintport.judge.verdict import Check, Judgement
+from taintport.kernel import boot, initramfs, selftests
+from taintport.results.cells import Cell
+from taintport.run.stages import Built, Chain
+from taintport.tree.variants import table
+
+CONSOLE = "selftests-console.log"
+KTAP = "selftests-ktap.txt"
+# the selftests print to the kernel log a lot: only what stops the kernel
+# reaches the console, so that the runner's KTAP lines are not torn
+LOGLEVEL = "loglevel=1"
+
+
+def image(chain: Chain, built: Built, token: str, log: Path) -> Path:
+    artifacts = built.artifacts
+    base = artifacts.directory.parent / "initramfs-selftests-base.img"
+    if base not in chain.initramfs_bases:
+        initramfs.selftests_base(artifacts.release, chain.cache.root, base, log)
+        chain.initramfs_bases.add(base)  # one boot thread per version, as the agent's
+    archive = initramfs.newc([
+        ("taintport", 0o755, None),
+        *selftests.archive_entries(selftests.payload(artifacts.directory)),
+        ("taintport/token", 0o644, (token + "\n").encode())])
+    return initramfs.appended(base, archive, artifacts.directory / "initramfs-selftests.img")
+
+
+def run_stage(chain: Chain, cell: Cell, built: Built) -> ktap.Parsed:
+    """Image and boot; the parsed KTAP (the guest's errors in it)."""
+    artifacts, cdir = built.artifacts, chain.cell_dir(cell)
+    if not selftests.payload(artifacts.directory).is_dir():
+        raise RunError("selftests", f"{selftests.payload(artifacts.directory)} missing: "
+                       "build the variant again")
+    token = secrets.token_hex(8)
+    initrd = image(chain, built, token, cdir / "build.log")
+    assert chain.accel is not None  # the agent's boot probed it
+    profile = built.profile
+    append = " ".join(filter(None, (profile.append, LOGLEVEL, f"taintport.token={token}")))
+    timeout = selftests.guest_timeout(artifacts.directory)
+    booted = boot.boot(artifacts.bzimage, initrd, cdir / CONSOLE, append, chain.accel.name,
+                       timeout, profile.memory)
+    text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
+    parsed = ktap.parse(text)
+    (cdir / KTAP).write_text("\n".join(parsed.lines) + "\n")
+    if booted.timed_out:
+        parsed.errors.insert(0, f"guest killed at the {timeout}s timeout")
+    return parsed
+
+
+def stage(chain: Chain, cell: Cell, built: Built, reference: Cell | None) -> None:
+    """Run the cell's selftests and fold their checks into the cell.
+    reference: this run's published cell of the tree as shipped built by us
+    (variants.toml's as_shipped), if there is one and cell is not it."""
+    try:
+        parsed = chain.timed(cell, "selftests", run_stage, chain, cell, built)
+    except RunError as err:
+        parsed = ktap.Parsed(errors=[str(err)])
+    theirs: list[Check] | None = None  # the reference itself
+    if cell.variant != table().as_shipped():
+        # without the reference in this run nothing is the kernel's own failure
+        theirs = reference.checks if reference is not None else []
+    judged = judge.judge(parsed, chain.expectations.expected(cell.fixes), theirs)
+    merged = judge.merged(Judgement(cell.status, list(cell.checks), list(cell.errors)),
+                          judged)
+    cell.status, cell.checks, cell.errors = merged.status, merged.checks, merged.errors
