@@ -1,6 +1,6 @@
 """Verdict of the selftests stage: the kernel's own tests beside the agent's.
 
-The guest's runner (test-matrix/dracut/51selftests) prints two KTAP
+The guest's runner (test-matrix/dracut/51taintport-selftests) prints two KTAP
 subtests, read by the same parser as the agent's (judge/ktap.py):
 
 - `selftests.livepatch`, one test per tools/testing/selftests/livepatch

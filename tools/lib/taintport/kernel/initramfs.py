@@ -19,7 +19,7 @@ from taintport.process import require, run
 
 HOST_DRACUT = Path("/usr/lib/dracut")
 OUR_MODULES = (REPO / "test-matrix" / "dracut" / "50taintport",
-               REPO / "test-matrix" / "dracut" / "51selftests")
+               REPO / "test-matrix" / "dracut" / "51taintport-selftests")
 
 
 def private_base(folder: Path | str) -> Path:
@@ -48,7 +48,7 @@ def base(agent: Path, release: str, cache_root: Path, image: Path, log: Path) ->
 
 def selftests_base(release: str, cache_root: Path, image: Path, log: Path) -> Path:
     """dracut's part of the selftests' image: init, the tools the selftests
-    call and their hook (51selftests); the tree's selftests come per cell."""
+    call and their hook (51taintport-selftests); the tree's selftests come per cell."""
     return dracut("taintport-selftests", release, cache_root, image, log)
 
 

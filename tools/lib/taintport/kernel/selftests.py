@@ -13,7 +13,7 @@ livepatch code and not our unsigned-taint change; the sample also goes
 unsigned, for the loads that witness it.
 
 The payload is a folder laid out as the guest sees it under
-/taintport/selftests/ (test-matrix/dracut/51selftests runs it):
+/taintport/selftests/ (test-matrix/dracut/51taintport-selftests runs it):
 
     livepatch/           the tree's scripts, settings, test_modules/*.ko (6.12 on)
                          and test_klp-call_getpid (6.12 on: test-syscall's helper)

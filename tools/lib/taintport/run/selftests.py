@@ -3,7 +3,7 @@
 The agent's boot stays the measured "boot + test" (docs/benchmarks.md): the
 kernel's own livepatch selftests and the trace-event sample run in a second
 boot of the same kernel, from an image of their own (dracut's part with
-51selftests once per kernel and chain, then the cell's payload and token
+51taintport-selftests once per kernel and chain, then the cell's payload and token
 appended), with their own time (timings.selftests) and progress line. Its
 console and KTAP are the cell's selftests-console.log and selftests-ktap.txt
 (kunit.py parse reads the latter as it reads ktap.txt).
@@ -42,6 +42,7 @@ def image(chain: Chain, built: Built, token: str, log: Path) -> Path:
 def run_stage(chain: Chain, cell: Cell, built: Built) -> ktap.Parsed:
     """Image and boot; the parsed KTAP (the guest's errors in it)."""
     artifacts, cdir = built.artifacts, chain.cell_dir(cell)
+    cdir.mkdir(parents=True, exist_ok=True)
     if not selftests.payload(artifacts.directory).is_dir():
         raise RunError("selftests", f"{selftests.payload(artifacts.directory)} missing: "
                        "build the variant again")

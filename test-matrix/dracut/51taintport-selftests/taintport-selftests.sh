@@ -22,8 +22,9 @@ refuse() {
 # run's token on the command line and in the image, the kernel the payload
 # was built for, inside an initramfs.
 guard() {
-    local arg token=
-    for arg in $(cat /proc/cmdline); do
+    local arg args token=
+    read -r -a args < /proc/cmdline
+    for arg in "${args[@]}"; do
         [[ $arg == taintport.token=* ]] && token=${arg#taintport.token=}
     done
     [[ -n $token ]] || refuse "no taintport.token= on the kernel command line"
