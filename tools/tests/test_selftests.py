@@ -246,3 +246,18 @@ def test_settings_timeout_zero_takes_ours(tmp_path):
 def test_shipped_declares_its_selftests_skipped():
     made = judge.not_run("why")
     assert isinstance(made, Check) and made.declared_skip and made.matches
+
+
+def test_summary_lists_the_kernels_own_failures_once_with_their_output(
+        tmp_path, chain, guest):
+    from taintport.results.reports import summary
+    cells = run_cells(tmp_path, chain, guest,
+                      {"upstream": "state-fails.log", "backported": "state-fails.log"})
+    lines = summary.kernels_own(list(cells.values()))
+    assert lines[0] == ("* bookworm-6.1: selftests.livepatch.test-state fails on the tree "
+                        "as shipped")
+    assert sum(line.startswith("* ") for line in lines) == 1
+    assert any("system state modification ... not ok" in line for line in lines)
+    clean = run_cells(tmp_path / "clean", chain, guest,
+                      {"upstream": "pass.log", "backported": "pass.log"})
+    assert summary.kernels_own(list(clean.values())) == []
