@@ -261,3 +261,15 @@ def test_summary_lists_the_kernels_own_failures_once_with_their_output(
     clean = run_cells(tmp_path / "clean", chain, guest,
                       {"upstream": "pass.log", "backported": "pass.log"})
     assert summary.kernels_own(list(clean.values())) == []
+
+
+def test_a_cell_with_its_selftests_goes_through_matrix_json_unchanged(
+        tmp_path, chain, guest):
+    import json
+    from taintport.results import schema
+    cells = run_cells(tmp_path, chain, guest,
+                      {"upstream": "state-fails.log", "backported": "callbacks-timeout.log"})
+    for cell in cells.values():
+        written = json.loads(json.dumps(schema.write_cell(cell)))
+        assert written["timings"]["selftests"] == cell.timings.selftests
+        assert schema.read_cell(schema.Reader(tmp_path / "cell.json"), written, "cell") == cell
