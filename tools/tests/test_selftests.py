@@ -273,3 +273,74 @@ def test_a_cell_with_its_selftests_goes_through_matrix_json_unchanged(
         written = json.loads(json.dumps(schema.write_cell(cell)))
         assert written["timings"]["selftests"] == cell.timings.selftests
         assert schema.read_cell(schema.Reader(tmp_path / "cell.json"), written, "cell") == cell
+
+
+def fake_build(tmp_path, monkeypatch, *, in_tree: bool):
+    """A tree and build dir in the two shapes (up to 6.1: lib/livepatch's
+    modules in the build; from 6.12: test_modules/ built by make M=), with make
+    and the build's sign-file faked: each signs by appending a marker."""
+    tree, build_dir = tmp_path / "tree", tmp_path / "build"
+    selftests_dir = tree / payload.SELFTESTS
+    selftests_dir.mkdir(parents=True)
+    for name in ("functions.sh", "test-livepatch.sh", "test-state.sh", "README"):
+        (selftests_dir / name).write_text(f"# {name}\n")
+    (selftests_dir / "settings").write_text("timeout=0\n")
+    (build_dir / "scripts").mkdir(parents=True)
+    (build_dir / "certs").mkdir()
+    (build_dir / "certs" / "signing_key.pem").write_text("key")
+    (build_dir / ".config").write_text('CONFIG_MODULE_SIG_HASH="sha256"\n')
+    sign = build_dir / "scripts" / "sign-file"
+    sign.write_text('#!/bin/sh\n{ cat "$4"; echo "~signed with $1"; } > "$5"\n')
+    sign.chmod(0o755)
+    (build_dir / payload.SAMPLE).parent.mkdir(parents=True)
+    (build_dir / payload.SAMPLE).write_text("sample\n")
+    if in_tree:
+        (build_dir / payload.IN_TREE).mkdir(parents=True)
+        (build_dir / payload.IN_TREE / "test_klp_state.ko").write_text("state\n")
+    else:
+        (selftests_dir / "test_modules").mkdir()
+        (selftests_dir / "test_modules" / "test_klp_state.c").write_text("state\n")
+        (selftests_dir / f"{payload.GETPID}.c").write_text("int main(void){return 0;}\n")
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        make = bin_dir / "make"
+        make.write_text('#!/bin/sh\nfor a; do case $a in M=*) m=${a#M=};; esac; done\n'
+                        'for c in "$m"/*.c; do cp "$c" "${c%.c}.ko"; done\n')
+        make.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tree, build_dir
+
+
+@pytest.mark.parametrize("in_tree", [True, False], ids=["up-to-6.1", "from-6.12"])
+def test_the_payload_is_built_from_the_cells_tree_and_signed(tmp_path, monkeypatch, in_tree):
+    tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=in_tree)
+    out = tmp_path / "out"
+    (payload.payload(out) / "stale").mkdir(parents=True)
+    folder = payload.build_payload(tree, build_dir, "6.1.192", out, tmp_path / "log", 1,
+                                   tmp_path / "cache")
+    assert not (folder / "stale").exists()
+    assert (folder / "release").read_text() == "6.1.192\n"
+    assert (folder / "timeout").read_text() == f"{payload.DEFAULT_TIMEOUT}\n"
+    assert sorted(p.name for p in (folder / "livepatch").glob("*.sh")) == \
+        ["functions.sh", "test-livepatch.sh", "test-state.sh"]
+    module = folder / ("modules" if in_tree else "livepatch/test_modules") / \
+        "test_klp_state.ko"
+    assert module.read_text() == "state\n~signed with sha256\n"
+    assert (folder / "sample" / "trace-events-sample.ko").read_text() == "sample\n"
+    assert (folder / "sample" / "trace-events-sample-signed.ko").read_text() == \
+        "sample\n~signed with sha256\n"
+    assert (folder / "livepatch" / payload.GETPID).exists() is not in_tree
+    assert payload.guest_timeout(out) == 2 * payload.DEFAULT_TIMEOUT + \
+        payload.BOOT_AND_SAMPLE
+
+
+def test_a_build_without_the_sample_says_which_option(tmp_path, monkeypatch):
+    tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=True)
+    (build_dir / payload.SAMPLE).unlink()
+    with pytest.raises(RunError, match="CONFIG_SAMPLE_TRACE_EVENTS=m did not build it"):
+        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
+                              1, tmp_path / "cache")
+    (build_dir / payload.IN_TREE / "test_klp_state.ko").unlink()
+    with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build them"):
+        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
+                              1, tmp_path / "cache")
