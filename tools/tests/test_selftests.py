@@ -13,13 +13,13 @@ import pytest
 
 from taintport import REPO
 from taintport.cache import Cache
+from taintport.errors import RunError
 from taintport.judge import ktap, selftests as judge, verdict
-from taintport.judge.verdict import Check, Status
+from taintport.judge.verdict import Status
 from taintport.kernel import boot, initramfs, selftests as payload
 from taintport.kernel.boot import Accel, Boot
 from taintport.kernel.build import Artifacts
 from taintport.layer import fixes
-from taintport.errors import RunError
 from taintport.run import selftests
 from taintport.run.progress import Progress
 from taintport.run.stages import BootProfile, Built, Chain
@@ -243,11 +243,6 @@ def test_settings_timeout_zero_takes_ours(tmp_path):
     assert payload.timeout(tmp_path) == 45
 
 
-def test_shipped_declares_its_selftests_skipped():
-    made = judge.not_run("why")
-    assert isinstance(made, Check) and made.declared_skip and made.matches
-
-
 def test_summary_lists_the_kernels_own_failures_once_with_their_output(
         tmp_path, chain, guest):
     from taintport.results.reports import summary
@@ -344,3 +339,13 @@ def test_a_build_without_the_sample_says_which_option(tmp_path, monkeypatch):
     with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build them"):
         payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
                               1, tmp_path / "cache")
+
+
+def test_the_distributions_binary_declares_its_selftests_skipped(tmp_path, chain, guest):
+    cell = cell_of(chain, "shipped", Status.KNOWN_BUG)
+    selftests.stage(chain, cell, built(tmp_path, "shipped"), None)
+    (skip,) = cell.checks
+    assert skip.declared_skip and skip.matches and "distribution's headers" in \
+        skip.diagnostics[0]
+    assert cell.status is Status.KNOWN_BUG and cell.timings.selftests is None
+    assert guest[1] == []  # nothing booted

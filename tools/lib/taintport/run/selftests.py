@@ -24,6 +24,9 @@ KTAP = "selftests-ktap.txt"
 # the selftests print to the kernel log a lot: only what stops the kernel
 # reaches the console, so that the runner's KTAP lines are not torn
 LOGLEVEL = "loglevel=1"
+# issue 37's second part, not done yet: said in the cell, never a silent gap
+DISTRIBUTION_SKIP = ("the selftests' modules are not yet built against the "
+                     "distribution's headers: not run on its binary")
 
 
 def image(chain: Chain, built: Built, token: str, log: Path) -> Path:
@@ -66,6 +69,9 @@ def stage(chain: Chain, cell: Cell, built: Built, reference: Cell | None) -> Non
     """Run the cell's selftests and fold their checks into the cell.
     reference: this run's published cell of the tree as shipped built by us
     (variants.toml's as_shipped), if there is one and cell is not it."""
+    if not cell.variant.from_tree:
+        cell.checks.append(judge.not_run(DISTRIBUTION_SKIP))
+        return
     try:
         parsed = chain.timed(cell, "selftests", run_stage, chain, cell, built)
     except RunError as err:
