@@ -15,7 +15,7 @@ from taintport.errors import RunError
 from taintport.judge import ktap, selftests as judge
 from taintport.judge.verdict import Check, Judgement
 from taintport.kernel import boot, initramfs, selftests
-from taintport.process import require
+from taintport.process import STOPPING, require
 from taintport.results.cells import Cell
 from taintport.run.stages import Built, Chain
 from taintport.tree.variants import table
@@ -82,6 +82,8 @@ def stage(chain: Chain, cell: Cell, built: Built, reference: Cell | None) -> Non
     try:
         parsed = chain.timed(cell, "selftests", run_stage, chain, cell, built)
     except RunError as err:
+        if STOPPING.is_set():
+            raise  # an interrupted cell is no result: --resume runs it
         parsed = ktap.Parsed(errors=[str(err)])
     theirs: list[Check] | None = None  # the reference itself
     if cell.variant != table().as_shipped():
