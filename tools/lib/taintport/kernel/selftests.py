@@ -5,9 +5,9 @@ Issue 37: a cell's kernel also runs the livepatch selftests
 (samples/trace_events/), a second module with events that nobody here wrote.
 Their modules come from the same build (kconfigs/selftests.config): up to
 6.1 the selftests' modules are in-tree (lib/livepatch, CONFIG_TEST_LIVEPATCH,
-loaded with modprobe, so the guest runs depmod), from 6.12 they are external
-modules in the selftests' test_modules/ (loaded with insmod from there),
-built here against the build dir. Every module is signed with the build's
+loaded by name through modules.dep, so the guest runs depmod), from 6.12
+they are external modules in the selftests' test_modules/ (loaded from
+their files there), built here against the build dir. Every module is signed with the build's
 key, as the guest's own modules are, so that the selftests see the kernel's
 livepatch code and not our unsigned-taint change; the sample also goes
 unsigned, for the loads that witness it.
