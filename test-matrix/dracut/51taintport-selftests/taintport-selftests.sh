@@ -75,6 +75,13 @@ livepatch() {
         out=$(timeout "$limit" bash "./$script" 2>&1)
         rc=$?
         printf '%s\n' "$out" | diag "$name"
+        # the scripts go on past a failed command and end with the status
+        # of their last one: a tool missing from this image is a broken
+        # run, never a pass
+        if [[ $out == *": command not found"* ]]; then
+            echo "    # error: $name: a command it runs is missing from the image"
+            rc=1
+        fi
         case $rc in
         0) echo "    ok $n $name" ;;
         4) skipped=$((skipped + 1))
