@@ -26,12 +26,14 @@ install() {
     # functions.sh and the test-*.sh scripts: bash, kmod's tools (modprobe
     # up to 6.1, insmod from 6.12, modinfo, rmmod; depmod for modprobe),
     # dmesg, sysctl (kernel.ftrace_enabled), and the text tools they call
-    # (each test-*.sh finds functions.sh with dirname);
+    # (each test-*.sh finds functions.sh with dirname; 6.1 compares the log
+    # with comm, test-syscall counts CPUs with getconf and seq);
     # timeout bounds each script
     # dracut 059 ignores install()'s status: a missing tool stops it here
     if ! inst_multiple bash insmod rmmod modprobe modinfo depmod dmesg sysctl \
             awk grep sed diff date id mktemp cat stat sleep timeout tr head \
-            tail wc rm ls mkdir cp mount uname sort cut dirname basename; then
+            tail wc rm ls mkdir cp mount uname sort cut dirname basename comm \
+            seq getconf; then
         dfatal "taintport-selftests: cannot install the selftests' tools"
         exit 1
     fi
