@@ -350,3 +350,22 @@ def test_the_distributions_binary_declares_its_selftests_skipped(tmp_path, chain
         skip.diagnostics[0]
     assert cell.status is Status.KNOWN_BUG and cell.timings.selftests is None
     assert guest[1] == []  # nothing booted
+
+
+def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_them():
+    """data/selftests/bookworm-6.1: the selftests' consoles of a real run
+    (every livepatch selftest passes on 6.1 under TCG; the sample loaded
+    unsigned in reverted gets F and no events, as utt does)."""
+    expectations = verdict.load(fixes.NAMES)
+    reference = None
+    for variant in ("upstream", "reverted", "backported"):
+        text = (CONSOLES / "bookworm-6.1" / f"{variant}.log").read_text()
+        expected = expectations.expected(expectations.states(named(variant), SHIPS))
+        judged = judge.judge(ktap.parse(text), expected,
+                             None if reference is None else reference.checks)
+        assert judged.status is Status.AS_EXPECTED, (variant, judged.errors)
+        names = {c.name: c for c in judged.checks}
+        assert len([n for n in names if n.startswith("selftests.livepatch.")]) == 6
+        unsigned = names["sample.trace_events.unsigned_events_present"]
+        assert unsigned.observed is (variant != "reverted")
+        reference = reference or judged
