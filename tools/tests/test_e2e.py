@@ -220,6 +220,25 @@ def test_kunit_tool_reads_every_console_as_taintport_does(run, tmp_path):
         assert_kunit_agrees(out / cell["logs"]["console"], VERSION, variant, tmp_path)
 
 
+def test_kunit_tool_reads_the_selftests_ktap_of_every_built_cell(run, tmp_path):
+    """The selftests stage's KTAP (issue 37) means to kunit.py what it means to
+    taintport: every cell built from the tree ran the livepatch selftests and
+    the sample, and kunit.py fails exactly the tests the cell observed not ok."""
+    out, proc, cells = run
+    booted = {v: c for v, c in cells.items() if named(v).from_tree and "reused_from" not in c}
+    assert set(booted) == {"upstream", "reverted", "backported"}
+    for variant, cell in booted.items():
+        ktap_txt = out / VERSION / variant / "selftests-ktap.txt"
+        kunit, cases, summary = kunit_parse(ktap_txt, tmp_path)
+        assert "[ERROR]" not in kunit.stdout and "ERROR" not in cases.values(), kunit.stdout
+        mine = {c["name"]: c for c in cell["checks"]
+                if c["name"].startswith(("selftests.livepatch.", "sample.trace_events."))}
+        assert set(cases) == set(mine), (variant, sorted(set(cases) ^ set(mine)))
+        assert {n for n, status in cases.items() if status == "FAIL"} == \
+            {n for n, c in mine.items() if c["observed"] == "not ok"}, variant
+        assert cell["timings"]["selftests"] > 0
+
+
 def test_kunit_tool_reads_the_captured_consoles_of_every_kernel(tmp_path):
     """The real boots of make matrix on every kernel
     (tools/tests/data/consoles): an upstream cell of a kernel that ships

@@ -21,7 +21,7 @@ from taintport.results import compare, folder, render, report
 from taintport.results.cells import FAULTS, Matrix, exit_code, fault_in, word
 from taintport.results.reports import kcidb
 from taintport.results.seen import seen
-from taintport.run import bench, matrix, sources, stages, store
+from taintport.run import bench, matrix, selftests, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
 from taintport.tree.archive import pins
@@ -501,7 +501,10 @@ def cmd_boot(args: Args, cache: Cache) -> int:
         cell = chain.new_cell(version, variant,
                               source.inputs(version, quilt_series, variant))
         try:
-            chain.boot(cell, source.prepared(chain, version, tree, quilt_series, cell))
+            prepared = source.prepared(chain, version, tree, quilt_series, cell)
+            chain.boot(cell, prepared)
+            # one cell alone: no upstream cell to tell the kernel's own failures by
+            selftests.stage(chain, cell, prepared, None)
         except TaintportError as err:
             cell.errors.append(str(err))
         results = folder.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -131,7 +131,6 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
     args, env = make_args(build_dir, jobs, cache_root)
     built = compile_modules(["make", "-C", build_dir, *args[1:]], env, out, log)
     key = Path(build_dir) / "certs" / "signing_key.pem"
-    cert = Path(build_dir) / "certs" / "signing_key.x509"
     if not key.exists():
         raise RunError("module", f"{key} missing: the build did not generate a signing key")
     os.chmod(key, 0o600)
@@ -141,10 +140,7 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
     for module in built:
         unsigned = out / module.name
         shutil.copy2(module, unsigned)
-        # Sign with the hash the kernel was built for: one it has no code for
-        # would load as unsigned, silently.
-        run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
-             unsigned, out / f"{module.stem}-signed.ko"], stage="module", log=log)
+        sign(build_dir, unsigned, out / f"{module.stem}-signed.ko", log)
     return module_files(out)
 
 
@@ -154,6 +150,16 @@ def agent_sources() -> str:
     return hashlib.sha256((tree_digest(REPO / "test-matrix") +
                            sha256_of(REPO / "tools" / "lib" / "taintport" / "judge" /
                                      "guest.py")).encode()).hexdigest()[:16]
+
+
+def sign(build_dir: Path, module: Path, signed: Path, log: Path) -> None:
+    """signed: module signed with build_dir's key (build_modules made sure it exists)."""
+    key = Path(build_dir) / "certs" / "signing_key.pem"
+    cert = Path(build_dir) / "certs" / "signing_key.x509"
+    # Sign with the hash the kernel was built for: one it has no code for
+    # would load as unsigned, silently.
+    run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
+         module, signed], stage="module", log=log)
 
 
 def build_agent(out: Path, release: str, log: Path) -> Path:

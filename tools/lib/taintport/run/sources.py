@@ -23,7 +23,7 @@ from taintport.judge import verdict
 from taintport.kernel import binary, boot, build, kconfig
 from taintport.kernel.build import Artifacts
 from taintport.results.cells import Cell, Inputs
-from taintport.run.stages import BootProfile, Built, Chain
+from taintport.run.stages import BootProfile, Built, Chain, build_with_selftests
 from taintport.tree import series
 from taintport.tree.variants import Builder, Variant
 from taintport.tree.versions import Version
@@ -115,9 +115,9 @@ class TreeBuild(Source):
             series.switch(tree, quilt_series, variant,
                           cache.root / "logs" / f"apply-{version.name}.log")
         log = cache.root / "logs" / f"build-{version.name}-{variant}.log"
-        return build.build_variant(tree, cache.build(version), version.name,
-                                   cache.artifacts(version, variant.name), log, jobs,
-                                   cache.root)
+        return build_with_selftests(tree, cache.build(version), version.name,
+                                    cache.artifacts(version, variant.name), log, jobs,
+                                    cache.root)
 
 
 class DistributionBinary(Source):

@@ -21,7 +21,7 @@ from taintport.cache import Cache, write_atomic
 from taintport.digest import sha256_of
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
-from taintport.kernel import boot, build, initramfs
+from taintport.kernel import boot, build, initramfs, selftests
 from taintport.kernel.boot import Accel
 from taintport.kernel.build import Artifacts
 from taintport.layer import fixes
@@ -56,6 +56,16 @@ class Built:
     artifacts: Artifacts
     identical: verdict.Check | None  # the host-side check of a layer's tree
     profile: BootProfile
+
+
+def build_with_selftests(tree: Path, build_dir: Path, version_name: str, out: Path,
+                         log: Path, jobs: int, cache_root: Path) -> Artifacts:
+    """The variant's kernel, test modules and agent, and from the same tree and
+    build the kernel's own selftests and the trace-event sample (run/selftests.py)."""
+    artifacts = build.build_variant(tree, build_dir, version_name, out, log, jobs, cache_root)
+    selftests.build_payload(tree, build_dir, artifacts.release, artifacts.directory, log,
+                            jobs, cache_root)
+    return artifacts
 
 
 class Chain:
@@ -142,7 +152,7 @@ class Chain:
                 self.progress.stage(f"{cell.version} {cell.variant}",
                                     "build waits: one cold build at a time")
         with turn:
-            return self.timed(cell, "build", build.build_variant, tree, build_dir,
+            return self.timed(cell, "build", build_with_selftests, tree, build_dir,
                               version.name, self.cache.artifacts(version, cell.variant.name),
                               log, self.jobs, self.cache.root)
 

@@ -9,6 +9,7 @@ reproduced, or a known bug of the tree as shipped) is an xfail, not a pass.
 import io
 from typing import NamedTuple, Sequence
 
+from taintport.judge import selftests
 from taintport.judge.verdict import Check, Status
 from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
@@ -99,6 +100,23 @@ def attention(cell: Cell) -> list[str]:
     return lines
 
 
+def kernels_own(cells: Sequence[Cell]) -> list[str]:
+    """The kernel's own selftests that fail on the tree as shipped
+    (judge/selftests.py: expected not ok), once per version, with their output."""
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for cell in cells:
+        for check in cell.checks:
+            if not check.name.startswith(f"{selftests.LIVEPATCH}.") or \
+                    check.expected or check.observed is not False or \
+                    (cell.version, check.name) in seen:
+                continue
+            seen.add((cell.version, check.name))
+            lines.append(f"* {cell.version}: {check.name} fails on the tree as shipped")
+            lines += [f"    {d}" for d in check.diagnostics[1:1 + 2 * DIAGNOSTICS_SHOWN]]
+    return lines
+
+
 def fix_table(cells: Sequence[Cell]) -> list[str]:
     """Each fix's state in each variant's tree: present, missing (as
     shipped), reconstructed (the negative control) or carried (taintport),
@@ -127,6 +145,9 @@ def render(doc: Matrix) -> str:
     users = report.users_with_bugs(cells)
     if users:
         out += ["", "Which releases' users have them:", ""] + [f"* {line}" for line in users]
+
+    out += ["", "## The kernels' own selftests failing as shipped", ""]
+    out += kernels_own(cells) or ["none"]
 
     shipped = report.binaries(cells)
     if shipped:
