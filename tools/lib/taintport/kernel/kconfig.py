@@ -17,6 +17,9 @@ from taintport.tree import versions
 from taintport.tree.fetch import KCONFIG, UPLOAD
 
 KCONFIG_DIR = REPO / "kconfigs"
+# the kernel's own tests around the change, on every kernel: the selftests
+# stage's modules and the trace-event sample (kernel/selftests.py)
+STAGE_FRAGMENTS = ("selftests.config",)
 LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
@@ -53,7 +56,8 @@ def fragments(version_name: str, directory: Path = KCONFIG_DIR,
     when a version needs more.
 
     needs: the fragments test-matrix/fixes/<fix>.toml name ([kconfig]
-    fragment), on every kernel; by default the repository's. A fragment
+    fragment) and the stages' (STAGE_FRAGMENTS), on every kernel; by default
+    the repository's. A fragment
     that is neither base, a version's (versions/<name>.toml) nor needed is
     an error: nothing would say why it is merged. Sorted, so the merge order
     and the cell keys do not depend on the file system; the version's own
@@ -64,11 +68,12 @@ def fragments(version_name: str, directory: Path = KCONFIG_DIR,
     if not base.is_file():
         raise InputError(f"{base}: Kconfig fragment missing")
     wanted = sorted(set(needs if needs is not None else
-                        (f.kconfig for f in guest.load().fixes.values() if f.kconfig)))
+                        [*(f.kconfig for f in guest.load().fixes.values() if f.kconfig),
+                         *STAGE_FRAGMENTS]))
     features = [directory / name for name in wanted]
     for frag in features:
         if not frag.is_file():
-            raise InputError(f"{frag}: Kconfig fragment missing (a fix's test needs it)")
+            raise InputError(f"{frag}: Kconfig fragment missing (a fix's test or a stage needs it)")
     for frag in sorted(directory.glob("*.config")):
         if frag != base and frag not in features and \
                 not (Path(versions_dir) / f"{frag.stem}.toml").exists():
