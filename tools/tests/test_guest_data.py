@@ -3,19 +3,17 @@ the agent generated from it.
 
 A fix is data: what the guest checks for it lives in its file, the agent's
 checks are generated from that file at build time, and no Python of the
-library nor C of the agent names a fix, its test module or its taint. The
-agent is run through, unchanged, in a chroot where its guards hold and
-strace fails every syscall that could load a module or touch the host: it
-prints exactly the tests the data lists, in the order the judge reads them.
+library nor C of the agent names a fix, its test module or its taint
+(test_fix_names.py checks that). The agent is run through, unchanged, in a
+chroot where its guards hold and strace fails every syscall that could load
+a module or touch the host: it prints exactly the tests the data lists, in
+the order the judge reads them.
 """
-import io
 import os
 import platform
 import re
 import shutil
 import subprocess
-import tokenize
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -115,81 +113,6 @@ def test_the_gen_checks_script_refuses_spoiled_data_with_exit_2(tmp_path):
     assert "livepatch.toml" in proc.stderr and "patch_works" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "checks.c").exists()
-
-
-def identifiers():
-    """Every name that is one fix's: its name, its test modules, the kernel
-    names of its taints (TAINT_...), and its subtests' module files."""
-    names = set()
-    for path in sorted(guest.FIXES.glob("*.toml")):
-        data = tomllib.loads(path.read_text())
-        names.add(path.stem)
-        names |= set(data.get("modules", {}))
-        names |= {t["name"] for t in data.get("taint", {}).values()}
-    return names
-
-
-def python_names(path):
-    """(line, word) of each name of a Python file, and of each string literal
-    that is one word or path (prose, a docstring or a help text, may tell the
-    reader about a fix)."""
-    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
-    for tok in tokens:
-        if tok.type == tokenize.NAME:
-            yield tok.start[0], tok.string
-        elif tok.type == tokenize.STRING:
-            value = tok.string.lstrip("fbrFBR").strip("\"'")
-            if re.fullmatch(r"[\w./{}-]+", value):
-                for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", value):
-                    yield tok.start[0], word
-
-
-C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
-
-
-def c_names(path):
-    """(line, word) of each identifier and word of a string literal of C code,
-    comments left out (they may tell the reader about a fix)."""
-    text = C_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), path.read_text())
-    for number, line in enumerate(text.splitlines(), 1):
-        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", line):
-            yield number, word
-
-
-def code_naming_a_fix(names, library=LIBRARY):
-    """Where the library's Python or the agent's C names one of names."""
-    found = []
-    # layer/fixes/ holds each fix's layer code until it moves to its folder
-    # (semantic-patches/<fix>/, helper "layerfix")
-    python = [p for p in sorted(library.rglob("*.py"))
-              if library / "layer" / "fixes" not in p.parents]
-    # parse-test.c is the parser's test data: lines the kernel printed
-    agent = [p for p in sorted(AGENT_SRC.glob("*.[ch]")) if p.name != "parse-test.c"]
-    for path in python + [AGENT_SRC / "gen-checks.py"]:
-        found += [f"{path}:{n}: {w}" for n, w in python_names(path) if w in names]
-    for path in agent:
-        if path.suffix in (".c", ".h"):
-            found += [f"{path}:{n}: {w}" for n, w in c_names(path) if w in names]
-    return found
-
-
-def test_no_code_names_a_fix_its_module_or_its_taint():
-    names = identifiers()
-    # C's own word and an English one: the fix "unsigned" is read from data
-    # like the others, but the word cannot be told from the type
-    words = names - {"unsigned", "test"}
-    assert {"utt", "tlp", "TAINT_LIVEPATCH", "livepatch"} <= words
-    assert code_naming_a_fix(words) == []
-
-
-def test_the_check_finds_a_fix_named_in_code(tmp_path):
-    """The same check, on a copy of the library with a fix's module named in it."""
-    planted = tmp_path / "lib" / "taintport"
-    shutil.copytree(LIBRARY, planted, ignore=shutil.ignore_patterns("__pycache__"))
-    assert code_naming_a_fix({"tlp"}, planted) == []
-    (planted / "judge" / "planted.py").write_text('MODULE = "tlp.ko"\n')
-    assert [f.rpartition("/")[2] for f in code_naming_a_fix({"tlp"}, planted)] == \
-        ["planted.py:1: tlp"]
 
 
 needs_tools = pytest.mark.skipif(

@@ -78,7 +78,8 @@ class Distribution(str, enum.Enum):
     take a module signed with our key."""
     AS_IS = "as-is"          # the same file (an unsigned load)
     STAND_IN = "stand-in"    # a module the distribution signed takes its place
-    UNSIGNED = "unsigned"    # <module>.ko, unsigned: the unsigned letter is its own
+    # not "unsigned": that is a fix's name, which no code names
+    UNSIGNED = "unsigned-ko"  # <module>.ko, unsigned: the unsigned letter is its own
 
 
 @dataclass(frozen=True)

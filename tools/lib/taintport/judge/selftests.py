@@ -20,9 +20,10 @@ subtests, read by the same parser as the agent's (judge/ktap.py):
 from collections.abc import Sequence
 
 from taintport.judge.ktap import Parsed, Result
+from taintport.kernel import selftests as kernel_selftests
 from taintport.judge.verdict import Check, Judgement, Status
 
-LIVEPATCH = "selftests.livepatch"
+LIVEPATCH = f"selftests.{kernel_selftests.SCRIPTS}"
 SAMPLE = "sample.trace_events"
 # each of the sample's tests and the agent's test whose expectation it shares
 WITNESSES = {

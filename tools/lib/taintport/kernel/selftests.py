@@ -30,6 +30,9 @@ from taintport.kernel import build
 from taintport.process import NICE_LEVEL, require, run
 
 SELFTESTS = Path("tools/testing/selftests/livepatch")
+# the payload's folder of scripts, named as the kernel names it (its subsystem
+# shares its name with a fix of ours, which no code here may name)
+SCRIPTS = SELFTESTS.name
 IN_TREE = Path("lib/livepatch")  # CONFIG_TEST_LIVEPATCH=m: the selftests' modules up to 6.1
 SAMPLE = Path("samples/trace_events/trace-events-sample.ko")
 # test-syscall's user-space helper (6.12 on), which lib.mk builds as TEST_GEN_FILES
@@ -50,7 +53,7 @@ def guest_timeout(folder: Path) -> int:
     """How long the guest may take: every script its whole time, and the
     boot and the sample's loads (BOOT_AND_SAMPLE) beside."""
     found = payload(folder)
-    count = len(list((found / "livepatch").glob("test-*.sh")))
+    count = len(list((found / SCRIPTS).glob("test-*.sh")))
     return count * int((found / "timeout").read_text()) + BOOT_AND_SAMPLE
 
 
@@ -76,15 +79,15 @@ def build_payload(tree: Path, build_dir: Path, release: str, out: Path, log: Pat
     folder = payload(out)
     if folder.exists():
         shutil.rmtree(folder)
-    livepatch = folder / "livepatch"
-    livepatch.mkdir(parents=True)
+    scripts = folder / SCRIPTS
+    scripts.mkdir(parents=True)
     (folder / "release").write_text(release + "\n")
     (folder / "timeout").write_text(f"{timeout(source)}\n")
     for name in ("functions.sh", "settings", *(p.name for p in source.glob("test-*.sh"))):
         if (source / name).is_file():
-            shutil.copyfile(source / name, livepatch / name)
+            shutil.copyfile(source / name, scripts / name)
     if (source / "test_modules").is_dir():
-        external(source / "test_modules", build_dir, folder, livepatch / "test_modules",
+        external(source / "test_modules", build_dir, folder, scripts / "test_modules",
                  log, jobs, cache_root)
     else:
         in_tree = sorted((build_dir / IN_TREE).glob("test_klp_*.ko"))
@@ -95,7 +98,7 @@ def build_payload(tree: Path, build_dir: Path, release: str, out: Path, log: Pat
     if (source / f"{GETPID}.c").is_file():
         require("gcc", "gcc")
         # static: the guest has bash and a few tools, no C library of its own
-        run(["gcc", "-static", "-O2", "-o", livepatch / GETPID, source / f"{GETPID}.c"],
+        run(["gcc", "-static", "-O2", "-o", scripts / GETPID, source / f"{GETPID}.c"],
             stage="selftests", log=log, nice=NICE_LEVEL)
     sample = build_dir / SAMPLE
     if not sample.is_file():
