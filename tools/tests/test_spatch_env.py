@@ -5,7 +5,8 @@ import pytest
 from taintport.layer import spatch
 from taintport.layer.model import LayerError
 
-COCCI = "tracepoint_livepatch.cocci"
+# the shared mask patch: without -D taint no rule runs, so it says nothing
+COCCI = "tracing_allow_taint.cocci"
 
 
 def test_spatch_runs_when_home_is_unset(tmp_path, monkeypatch):
