@@ -22,8 +22,10 @@ FIELDS = ("name", "distribution", "release", "suites", "archive", "component", "
 # security_archive: where the -security suites are served (Debian: another host);
 # backports: suites a release's users may opt into, read by check --all-point-releases
 # but never pinned from
-OPTIONAL = ("security_archive", "backports", "shipped")
 # the optional [shipped] table: the distribution's own binary kernel of the tree
+# (named once here: pins.py rewrites it, and the name is also a variant's)
+SHIPPED = "shipped"
+OPTIONAL = ("security_archive", "backports", SHIPPED)
 BINARY_FIELDS = ("release", "signed_module", "memory", "timeout", "append", "make",
                  "packages")
 PIN_FIELDS = ("package", "version", "sha256", "size")
@@ -200,7 +202,7 @@ def from_table(path: Path, data: dict[str, Any]) -> Version:
     if not isinstance(ships, list) or not all(isinstance(n, str) for n in ships):
         raise InputError(f"{path}: ships must be a list of fix names")
     data["ships"] = family.check_names(ships, f"{path}: ships")
-    shipped = load_binary(path, data["shipped"]) if "shipped" in data else None
+    shipped = load_binary(path, data[SHIPPED]) if SHIPPED in data else None
     fields = {f: data[f] for f in FIELDS}
     fields["suites"] = tuple(data["suites"])
     return Version(path=path, shipped=shipped, security_archive=data.get("security_archive"),

@@ -88,7 +88,7 @@ def rewrite(version: Version, moved: Version, shipped: ShippedPins | None) -> st
 
 def _rewrite_shipped(path: Path, doc: tomlkit.TOMLDocument, version: Version, moved: Version,
                      shipped: ShippedPins) -> str:
-    table = doc.get("shipped")
+    table = doc.get(versions.SHIPPED)
     if not isinstance(table, Table) or "packages" not in table or version.shipped is None:
         raise InputError(f"{path}: no [shipped] table with [[shipped.packages]] to rewrite")
     release = shipped.release(f"{moved.suite} index")
