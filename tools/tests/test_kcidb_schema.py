@@ -5,6 +5,7 @@ checker, as kcidb-io validates a submission: the view stored in each
 committed fixture's matrix.json, the view computed from it (file:// and
 published URLs), the merged CI view, and `report kcidb DIR`."""
 import copy
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ from consumer_checks import KCIDB_SCHEMA, format_checker, kcidb_problems
 from taintport.errors import InputError
 from taintport.results import compare, folder, render
 from taintport.results.reports import kcidb
+from taintport.tree import series
 
 RESULTS = Path(__file__).parent / "data" / "results"
 FIXTURES = [RESULTS / "bookworm-6.1", RESULTS / "trixie-6.12"]
@@ -103,16 +105,26 @@ def test_a_view_without_a_published_place_links_the_folder(results, tmp_path,
     prefix = out.resolve().as_uri() + "/"
     assert all(u.startswith(prefix) for u in urls(view))
     # every log, and every patch quilt/ still holds as the run applied it (the
-    # trixie fixture's backported run used a changed copy on purpose)
-    assert copied
+    # trixie fixture's backported run used a changed copy on purpose; quilt/
+    # renamed bookworm's patches when the test fix's took its place in order):
+    # a patch left out is one quilt/ no longer holds with the run's digest
+    applied = {(cell.version, name): digest for cell in doc.cells
+               for name, digest in (cell.inputs.series if cell.inputs else {}).items()}
+    linked = set()
     for url in urls(view):
         rel = url[len(prefix):]
         version, _, name = rel.partition("/patches/")
         if name and name not in copied.get(version, {}):
+            held = series.QUILT_DIR / version / name
+            assert not held.is_file() or \
+                hashlib.sha256(held.read_bytes()).hexdigest() != applied[version, name], url
             continue
+        if name:
+            linked.add((version, name))
         assert (out / rel).is_file(), url
         if name:
             assert (out / rel).read_text() == copied[version][name]
+    assert linked == {(v, name) for v, names in copied.items() for name in names}
 
 
 def test_a_known_bugs_issues_and_incidents_validate():
