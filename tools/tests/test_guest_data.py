@@ -53,6 +53,26 @@ def verdict_tests():
     return verdict.load(fixes.NAMES).tests
 
 
+@pytest.mark.parametrize("fix", fixes.NAMES)
+def test_a_fixs_taint_in_the_guest_data_is_the_one_its_record_names(tmp_path, fix):
+    """fixes/<fix>.toml's [taint] must name semantic-patches/<fix>/fix.toml's
+    taint: another taint (a bit and letter the guest would check for
+    nothing the layer adds) is refused by the run's loader, naming both."""
+    from taintport import family
+    from taintport.judge import verdict
+    guest_toml, fixes_dir = copy_data(tmp_path)
+    taint = next(info.taint for info in family.FAMILY if info.name == fix)
+    path = fixes_dir / f"{fix}.toml"
+    text = path.read_text()
+    assert f'name = "{taint}"' in text
+    verdict.load(fixes.NAMES, guest.load(guest_toml, fixes_dir))
+    path.write_text(text.replace(f'name = "{taint}"', 'name = "TAINT_OTHER"'))
+    with pytest.raises(InputError, match=re.escape(f"must name {taint}, the taint of ")) \
+            as err:
+        verdict.load(fixes.NAMES, guest.load(guest_toml, fixes_dir))
+    assert f"{fix}/fix.toml" in str(err.value) and "TAINT_OTHER" in str(err.value)
+
+
 SPOILED = {
     "a name the agent cannot read": ("fixes/livepatch.toml", '"patch_applies"',
                                      '"patch_works"', "says nothing the agent can check"),

@@ -130,6 +130,7 @@ class Fix:
     absent: frozenset[str]            # ... a kernel without its taint at all fails
     not_applicable: Mapping[str, str]  # version -> why the fix has no meaning there
     kconfig: str                      # a fragment of kconfigs/ its test needs, or ""
+    taints: frozenset[str]            # the kernel names of its [taint] table: TAINT_TEST
 
 
 @dataclass(frozen=True)
@@ -328,8 +329,9 @@ def _fix(name: str, data: dict[str, Any], path: Path) -> tuple[Fix, dict[str, An
     if not_applicable and not absent:
         raise InputError(f"{where}: [xfail] absent missing: what a version of "
                          "[not_applicable] fails")
+    taints = frozenset(t.name for t in _taints(_table(data, "taint", where), where).values())
     return Fix(name, (int(m.group(1)), int(m.group(2))), _xfail(xfail, "bug", where), absent,
-               dict(not_applicable), fragment), data
+               dict(not_applicable), fragment, taints), data
 
 
 def _merge(into: dict[str, Any], more: Mapping[str, Any], what: str, where: str) -> None:

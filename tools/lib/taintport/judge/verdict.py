@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from taintport import family
 from taintport.digest import tree_digest
 from taintport.errors import InputError
 from taintport.judge import guest
@@ -192,6 +193,15 @@ def load(fix_names: Sequence[str], data: guest.Guest | None = None,
     if missing:
         raise InputError(f"{guest.FIXES}: no file for fix(es) {', '.join(missing)} of the "
                          "family: what the guest checks for it")
+    # A fix's taint is said twice, by the layer (semantic-patches/<fix>/fix.toml
+    # taint, the mask's new term) and by the guest (fixes/<fix>.toml [taint],
+    # its letter and bit): the layer's is the fix's, and the guest's must name
+    # it, checked here where both are read for a run.
+    for info in family.FAMILY:
+        if info.name in fix_names and info.taint not in data.fixes[info.name].taints:
+            raise InputError(f"{guest.FIXES / info.name}.toml: [taint] must name "
+                             f"{info.taint}, the taint of {info.folder / family.RECORD}; "
+                             f"it names {', '.join(sorted(data.fixes[info.name].taints)) or 'none'}")
     return Expectations(tests, {f.name: f.xfail for f in data.fixes.values()},
                         frozenset(fix_names),
                         {f.name: f.absent for f in data.fixes.values()},
