@@ -484,6 +484,30 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     assert "the layer finds it missing in the fetched tree" in str(caught.value)
 
 
+def test_the_guest_datas_not_applicable_is_the_layers_judgement_of_the_tree(tmp_path):
+    """bullseye's 5.10 has no TAINT_TEST: the layer judges the test fix not
+    applicable on such a tree, as the guest's [not_applicable] says; a table
+    that says otherwise for the version is refused, naming the layer's reason."""
+    from taintport.errors import InputError
+    from taintport.judge import verdict
+    from taintport.layer.ships import check_ships
+    from taintport.tree import versions
+    expect = verdict.load(fixes.NAMES)
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
+    bullseye = versions.select(["bullseye-5.10"])[0]
+    judged = check_ships(bullseye, tree)
+    assert set(judged) == {"test"} and "no TAINT_TEST" in judged["test"]
+    expect.check_applicable(bullseye.name, judged)
+    with pytest.raises(InputError, match=re.escape(
+            "says bookworm-6.1 cannot have fix(es) none, but the layer judges its fetched "
+            "tree's: test: no TAINT_TEST")):
+        expect.check_applicable("bookworm-6.1", judged)
+    with pytest.raises(InputError, match=re.escape(
+            "says bullseye-5.10 cannot have fix(es) test, but the layer judges its fetched "
+            "tree's: none")):
+        expect.check_applicable(bullseye.name, {})
+
+
 # ------------------------------------------------- one judge: inspect == spatch
 # Every fixture, .c and .res alike, at the path its piece lives in: what
 # `inspect` says of each piece a semantic patch judges there must be what

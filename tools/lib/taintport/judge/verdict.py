@@ -94,6 +94,18 @@ class Expectations:
                 for fix, why in self.why_not_applicable(states, version).items()
                 for test in sorted(self.absent[fix])}
 
+    def check_applicable(self, version: str, judged: Mapping[str, str]) -> None:
+        """The guest data's [not_applicable] for a version must be the layer's
+        judgement of its tree (judged: {fix: why}, layer/ships.check_ships),
+        for the fixes the layer carries: the judge reads the guest's table,
+        and a table the tree disagrees with is refused before a cell runs."""
+        said = {fix for fix in self.carried if version in self.not_applicable.get(fix, {})}
+        if said != set(judged):
+            shown = ", ".join(sorted(said)) or "none"
+            found = "; ".join(f"{fix}: {why}" for fix, why in sorted(judged.items())) or "none"
+            raise InputError(f"{guest.FIXES}: [not_applicable] says {version} cannot have "
+                             f"fix(es) {shown}, but the layer judges its fetched tree's: {found}")
+
     def known_bug(self, variant: Variant, states: dict[str, FixState]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
         return variant.base is Base.SHIPPED and not variant.layer and \

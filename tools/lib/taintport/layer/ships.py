@@ -10,10 +10,11 @@ from taintport.tree import series
 from taintport.tree.versions import Version
 
 
-def check_ships(version: Version, tree: Path) -> None:
+def check_ships(version: Version, tree: Path) -> dict[str, str]:
     """The descriptor's ships must be what the tree as shipped has: each fix
     judged present (or not) piece by piece, on upstream's copies of its
-    files (from quilt's backups), whatever variant the tree is in now."""
+    files (from quilt's backups), whatever variant the tree is in now.
+    Returns {fix: why} for the fixes the tree cannot have ([applies])."""
     tree = Path(tree)
     with tempfile.TemporaryDirectory(prefix="taintport-ships-") as scratch_name:
         scratch = Path(scratch_name)
@@ -33,3 +34,5 @@ def check_ships(version: Version, tree: Path) -> None:
                 f"{version.path}: ships says fix '{state.fix.name}' is "
                 f"{'in' if shipped else 'not in'} {version.name}, but the layer finds it "
                 f"{state.condition.value} in the fetched tree ({pieces})")
+    return {state.fix.name: state.not_applicable for state in found
+            if state.condition is FixCondition.NOT_APPLICABLE}

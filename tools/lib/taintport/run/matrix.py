@@ -155,7 +155,8 @@ class Runner:
                 fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
                                       "fetch.log")
                 self.schedule.mark_fetched(version)
-                check_ships(version, fetched.tree)
+                self.chain.expectations.check_applicable(
+                    version.name, check_ships(version, fetched.tree))
             except TaintportError as err:
                 if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
                     self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
