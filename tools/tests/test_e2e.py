@@ -157,7 +157,9 @@ def test_debian_binary_boots_beside_our_build(run):
     assert cell["inputs"]["bzimage_sha256"] != cells["upstream"]["inputs"]["bzimage_sha256"]
     checks = {c["name"]: c for c in cell["checks"]}
     skipped = {n for n, c in checks.items() if c.get("directive") == "SKIP"}
-    assert skipped == named("shipped").skips
+    # the agent's tests the variant cannot observe, and the selftests stage's
+    # own declared skip (their modules are not built against Debian's headers yet)
+    assert {n for n in skipped if not n.startswith("selftests.")} == named("shipped").skips
     assert all(checks[n]["declared_skip"] and checks[n]["matches"] for n in skipped)
     for name in ("unsigned.module_tainted_E", "unsigned.events_present", "unsigned.event_fires",
                  "signed.loads", "signed.module_not_tainted_E", "enforced.signed_loads",
