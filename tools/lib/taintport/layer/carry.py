@@ -185,12 +185,21 @@ def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path) -> 
         return changes
 
 
+def kernel_tree(tree: Path) -> Path:
+    """A folder that holds a kernel source tree (its Makefile and kernel/), or
+    an input error that says which it is not."""
+    tree = Path(tree)
+    if not tree.is_dir():
+        raise InputError(f"{tree}: no such folder (--tree names a kernel source tree)")
+    if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
+        raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
+    return tree
+
+
 def apply(tree: Path, params: Params, log: Path, identity: Identity | None = None) -> Carried:
     """Push the layer onto tree with quilt, all or nothing (the module's doc)."""
     require("quilt", "quilt")
-    tree = Path(tree)
-    if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
-        raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
+    tree = kernel_tree(tree)
     recovered = recover(tree)
     watched = sorted({rel for spec in fixes.PIECES for rel in spec.paths}
                      | {PATCHES, PC, JOURNAL})

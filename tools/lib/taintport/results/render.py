@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 from taintport.errors import InputError, OutputError
-from taintport.results import folder
+from taintport.results import compare, folder
 from taintport.results.cells import Matrix
 from taintport.results.reports import htmlpage, junit, kcidb, summary
 from taintport.tree import series
@@ -76,3 +76,34 @@ def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
     for name, text in texts.items():
         folder.write_text(Path(out_dir) / name, text)
     return [Path(out_dir) / name for name in texts if name != "matrix.json"]
+
+
+def republish(out_dir: Path, quilt_dir: Path = series.QUILT_DIR,
+              artifacts_url: str | None = None, with_document: bool = True) -> list[Path]:
+    """Every report of a results folder made again from its matrix.json (and
+    matrix.json itself, with_document); returns the reports' paths."""
+    doc = folder.load_matrix(out_dir)
+    return publish(out_dir, doc, read_patches(doc, quilt_dir), with_document=with_document,
+                   artifacts_url=artifacts_url)
+
+
+def merge(sources: list[Path], out: Path, quilt_dir: Path = series.QUILT_DIR,
+          artifacts_url: str | None = None) -> tuple[Matrix, list[Path]]:
+    """One results folder from runs that each did some kernels: every source
+    read and checked before out is touched; out is new or empty and none of
+    the sources, is held while written, and holds nothing again when the
+    merge cannot finish. Returns the merged document and its reports' paths."""
+    for source in sources:
+        theirs, mine = Path(source).resolve(), Path(out).resolve()
+        if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
+            raise InputError(f"--out {out}: {source} is merged from it: the merged "
+                             "results go to a new or empty folder of their own")
+    doc = compare.merge(sources)
+    with folder.writing(out):
+        try:
+            folder.copy_logs(sources, out)
+            return doc, publish(out, doc, read_patches(doc, quilt_dir), with_document=True,
+                                artifacts_url=artifacts_url)
+        except BaseException:
+            folder.empty(out)  # it held nothing when the lock was taken
+            raise
