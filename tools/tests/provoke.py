@@ -1,19 +1,23 @@
-"""Test-only: a cell turned unexpected or broken on purpose, no kernel involved.
+"""Test harness: a cell turned unexpected or broken on purpose, no kernel involved.
 
 A CI pipeline must show a kernel regression (exit 1) apart from a broken run
 (exit 2). Testing that with a real misbehaving kernel or a real breakage costs
-builds and boots; this switch lets make check provoke each in seconds on
-cells reused from the cache. It is read from the environment variable
+builds and boots; this harness lets the tests provoke each in seconds on
+cells reused from the cache. The library knows nothing of it: install()
+wraps the results folder's publish, and a test that runs taintport in
+another process (a pipeline job) puts `wrapper()` where tools/taintport was
+in its own copy of the project. It reads the environment variable
 
     TAINTPORT_TEST_PROVOKE=STATUS:VERSION/VARIANT[,STATUS:VERSION/VARIANT...]
 
-with STATUS `unexpected` or `error`. Never set it outside a test: every cell
-it touches says so in its checks or errors, the cell store keeps the cell as
-judged, and an unset variable changes nothing.
+with STATUS `unexpected` or `error`. Every cell it touches says so in its
+checks or errors, the cell store keeps the cell as judged, and an unset
+variable changes nothing.
 """
 import dataclasses
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,11 +25,13 @@ from taintport import names
 from taintport.errors import InputError
 from taintport.judge.verdict import Check, Status
 from taintport.results.cells import Cell
+from taintport.results.folder import Folder
 from taintport.tree import variants
 from taintport.tree.variants import Variant
 
 VARIABLE = "TAINTPORT_TEST_PROVOKE"
 TARGET = re.compile(r"(unexpected|error):([^/]+)/([^/]+)")
+CHECK = "provoked_unexpected"
 
 
 @dataclass(frozen=True)
@@ -57,12 +63,51 @@ def apply(targets: list[Target], cell: Cell) -> Cell:
             continue
         why = (f"test-only: {VARIABLE} made this cell {target.status.value} on purpose; "
                "no kernel behaved differently")
+        if why in cell.errors or any(c.name == CHECK for c in cell.checks):
+            continue  # published again (a peer judged it): provoked once is enough
         if target.status is Status.ERROR:
             cell = dataclasses.replace(cell, status=target.status,
                                        errors=[*cell.errors, why])
         else:
-            provoked = Check(name="provoked_unexpected", expected=True, observed=False,
-                             diagnostics=(why,))
+            provoked = Check(name=CHECK, expected=True, observed=False, diagnostics=(why,))
             cell = dataclasses.replace(cell, status=target.status,
                                        checks=[*cell.checks, provoked])
     return cell
+
+
+def install(environ: Mapping[str, str] = os.environ) -> None:
+    """Every cell a results folder publishes from now on goes through apply()
+    (the caller keeps and stores its own, unprovoked); read now, before any work."""
+    targets = from_environment(environ)
+    if not targets:
+        return
+    publish = Folder.publish
+
+    def provoking(self: Folder, cell: Cell) -> None:
+        publish(self, apply(targets, cell))
+    Folder.publish = provoking  # type: ignore[method-assign]
+
+
+def main() -> int:
+    """tools/taintport with the harness installed (what wrapper() runs)."""
+    from taintport.cli import main as taintport, refused
+    try:
+        install()
+    except InputError as err:
+        return refused(err)
+    return taintport()
+
+
+def wrapper() -> str:
+    """A tools/taintport for a copy of the project: the same command with the harness."""
+    return ("#!/usr/bin/python3\n"
+            "# tools/tests/provoke.py: the test harness put this here in a test's copy\n"
+            "import os\nimport sys\n\n"
+            "HERE = os.path.dirname(os.path.realpath(__file__))\n"
+            'sys.path[:0] = [os.path.join(HERE, "lib"), os.path.join(HERE, "tests")]\n\n'
+            "import provoke  # noqa: E402\n\n"
+            "sys.exit(provoke.main())\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
