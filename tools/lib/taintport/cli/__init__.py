@@ -76,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         # the help names the variants: a broken variants.toml is an input error too
-        args = parser().parse_args(argv)
+        top = parser()
+        if "_ARGCOMPLETE" in os.environ:  # bash asks (cli/manual.py's hook): answer, exit
+            import argcomplete
+            argcomplete.autocomplete(top)
+        args = top.parse_args(argv)
         verb = VERBS[args.verb]
         request = verb.request(args)  # every argument checked before any work
         code = verb.run(request, Cache(getattr(args, "cache", None)))
