@@ -2,6 +2,7 @@
 verb and every option it has, and nothing committed that could go stale."""
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -57,3 +58,13 @@ def test_neither_is_committed():
                              text=True, check=True).stdout.split()
     assert not [p for p in tracked if p.endswith((".1", ".bash")) or
                 "bash-completion" in p], "generated from the parser by make man completion"
+
+
+def test_every_option_is_documented():
+    """Each option the parser has is named in the README or under docs/."""
+    text = (REPO / "README.md").read_text() + "".join(
+        p.read_text() for p in sorted((REPO / "docs").glob("*.md")))
+    missing = sorted({(verb, option) for verb, opts in verbs_and_options().items()
+                      for option in opts
+                      if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)})
+    assert not missing, f"documented nowhere: {missing}"

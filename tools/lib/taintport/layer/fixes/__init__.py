@@ -6,7 +6,7 @@ edits), its parameters, and its header data (semantic-patches/<name>.toml,
 read by taintport.family). Adding a fix means adding a module here, its
 .toml and .cocci files and fixtures, its reverted patches under quilt/ and
 its checks in test-matrix/expectations.toml: the engine names none, it is
-handed FIXES (README.md, "Carry another fix").
+handed FIXES (docs/new-fix.md).
 """
 import importlib
 import pkgutil
