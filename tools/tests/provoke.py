@@ -12,24 +12,29 @@ in its own copy of the project. It reads the environment variable
 
 with STATUS `unexpected` or `error`. Every cell it touches says so in its
 checks or errors, the cell store keeps the cell as judged, and an unset
-variable changes nothing.
+variable changes nothing. Its second switch, TAINTPORT_TEST_FAULT=NAME, boots
+every guest a matrix run makes with taintport.fault=NAME (the agent breaks on
+purpose, as `boot --append` asks one cell to): faulty_chain().
 """
 import dataclasses
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from taintport import names
 from taintport.errors import InputError
 from taintport.judge.verdict import Check, Status
-from taintport.results.cells import Cell
+from taintport.results.cells import FAULTS, Cell
 from taintport.results.folder import Folder
+from taintport.run import stages
 from taintport.tree import variants
 from taintport.tree.variants import Variant
 
 VARIABLE = "TAINTPORT_TEST_PROVOKE"
+FAULT_VARIABLE = "TAINTPORT_TEST_FAULT"
 TARGET = re.compile(r"(unexpected|error):([^/]+)/([^/]+)")
 CHECK = "provoked_unexpected"
 
@@ -75,10 +80,25 @@ def apply(targets: list[Target], cell: Cell) -> Cell:
     return cell
 
 
+def faulty_chain(fault: str) -> Callable[..., None]:
+    """A stages.Chain.__init__ whose guests all boot with taintport.fault=fault."""
+    if fault not in FAULTS:
+        raise InputError(f"{FAULT_VARIABLE}={fault!r}: not a fault the agent knows "
+                         f"(one of {', '.join(FAULTS)})")
+    chain = stages.Chain.__init__
+
+    def with_fault(self: stages.Chain, *args: Any, **kwargs: Any) -> None:
+        chain(self, *args, **{**kwargs, "append": f"taintport.fault={fault}"})
+    return with_fault
+
+
 def install(environ: Mapping[str, str] = os.environ) -> None:
     """Every cell a results folder publishes from now on goes through apply()
-    (the caller keeps and stores its own, unprovoked); read now, before any work."""
+    (the caller keeps and stores its own, unprovoked), and with a fault named
+    every chain boots its guests with it; read now, before any work."""
     targets = from_environment(environ)
+    if environ.get(FAULT_VARIABLE):
+        stages.Chain.__init__ = faulty_chain(environ[FAULT_VARIABLE])  # type: ignore
     if not targets:
         return
     publish = Folder.publish

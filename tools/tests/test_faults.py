@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+import provoke
+
 from taintport import cli
 from taintport.cache import Cache
 from taintport.run import stages
@@ -98,12 +100,8 @@ def stored_cells():
 @pytest.fixture
 def faulty_agent(monkeypatch):
     """Every chain the matrix makes boots its guests with taintport.fault=truncate
-    (the harness's switch: the library's Runner has none)."""
-    chain = stages.Chain.__init__
-
-    def with_fault(self, *args, **kwargs):
-        chain(self, *args, **{**kwargs, "append": "taintport.fault=truncate"})
-    monkeypatch.setattr(stages.Chain, "__init__", with_fault)
+    (the harness's switch, provoke.py: the library's Runner has none)."""
+    monkeypatch.setattr(stages.Chain, "__init__", provoke.faulty_chain("truncate"))
 
 
 def test_fault_in_matrix_is_error_not_stored(tmp_path, built, faulty_agent):

@@ -97,3 +97,36 @@ def test_installed_it_provokes_what_a_folder_publishes(cells, tmp_path, monkeypa
     assert published.status is Status.ERROR
     assert sum("test-only" in e for e in published.errors) == 1, "provoked once"
     assert upstream.status is not Status.ERROR
+
+
+def test_the_fault_switch_reaches_every_chain_and_is_read_strictly(tmp_path, monkeypatch):
+    """TAINTPORT_TEST_FAULT: each chain made afterwards boots with the fault
+    on its command line, so each cell it makes says it was a fault run."""
+    from taintport.cache import Cache
+    from taintport.run import stages
+    from taintport.run.progress import Progress
+    with pytest.raises(InputError, match=provoke.FAULT_VARIABLE):
+        provoke.faulty_chain("meltdown")
+    monkeypatch.setattr(stages.Chain, "__init__", stages.Chain.__init__)  # restored after
+    provoke.install({provoke.FAULT_VARIABLE: "truncate"})
+    chain = stages.Chain(Cache(tmp_path / "cache"), tmp_path / "out", stages.expectations(),
+                         Progress(1), jobs=1, timeout=1)
+    assert chain.append == "taintport.fault=truncate"
+
+
+def test_a_cell_whose_agent_broke_on_purpose_is_never_stored(cells, tmp_path, monkeypatch):
+    """The runner keeps a judged cell for reuse, but not one of a fault run."""
+    import dataclasses
+
+    from taintport.cache import Cache
+    from taintport.run import matrix, store
+    runner = matrix.Runner(Cache(tmp_path / "cache"), tmp_path / "out")
+    kept = []
+    monkeypatch.setattr(runner.stored, "keep", lambda key, cell: kept.append(cell))
+    monkeypatch.setattr(runner, "publish", lambda cell: None)
+    cell = cells[0]
+    item = store.Todo(cell.variant, cell.inputs, "key")
+    runner.finish(item, dataclasses.replace(cell, fault="truncate"))
+    assert kept == []
+    runner.finish(item, cell)
+    assert kept == [cell], "the positive control: a cell of a normal run is kept"
