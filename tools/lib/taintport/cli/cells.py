@@ -219,7 +219,7 @@ def bench_options(p: argparse.ArgumentParser) -> None:
     options.versions_dir(p)
     options.version_names(p)
     options.out(p, "results of the bench runs (default results/bench-<timestamp>/)")
-    p.add_argument("--parallel", type=options.at_least(1, "kernels"), default=None,
+    p.add_argument("--parallel", type=options.at_least(1, "kernels"), default=None, metavar="N",
                    help="kernels worked on at once in the matrix runs (default 2)")
     p.add_argument("--upload-cost", action="store_true",
                    help=f"only phase 5: what moving {bench.UPLOAD_COST} to its pin from the "

@@ -53,7 +53,7 @@ def split_names(values: list[str] | None) -> tuple[str, ...]:
 
 
 def cache(p: Parser) -> None:
-    p.add_argument("--cache", type=Path, default=None,
+    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
                    help="cache root (default ${XDG_CACHE_HOME:-~/.cache}/taintport, "
                         "or $TAINTPORT_CACHE)")
 
@@ -68,6 +68,7 @@ def quilt_dir(p: Parser, what: str = "folder of per-version quilt series",
 def jobs(p: Parser) -> None:
     """Only on the verbs that build a kernel."""
     p.add_argument("--jobs", "-j", type=at_least(1, "jobs"), default=build.default_jobs(),
+                   metavar="N",
                    help="make -j for kernel builds (default: cores + 1)")
 
 
@@ -87,11 +88,12 @@ def out(p: Parser, what: str) -> None:
 def timeout(p: Parser) -> None:
     from taintport.run import matrix  # the runner's default, where it is defined
     p.add_argument("--timeout", type=at_least(1, "seconds"), default=matrix.DEFAULT_TIMEOUT,
+                   metavar="SECONDS",
                    help="seconds a guest may run before it is killed (default %(default)s)")
 
 
 def parallel(p: Parser) -> None:
-    p.add_argument("--parallel", type=at_least(1, "kernels"), default=2,
+    p.add_argument("--parallel", type=at_least(1, "kernels"), default=2, metavar="N",
                    help="kernels worked on at once (default %(default)s): one builds while "
                         "another fetches or boots")
 
