@@ -2,6 +2,7 @@
 exits 2 with the option's name and has downloaded, extracted and written
 nothing (no cache, no results folder, the --out folder as it was)."""
 import ast
+import inspect
 import io
 import os
 import re
@@ -209,3 +210,22 @@ def test_the_command_line_is_thin():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
                 assert length < 60, f"{path.name}: {node.name} is {length} lines"
+
+
+def test_the_library_never_sees_argparse_nor_a_test_switch():
+    """kunit.py's shape: only cli/ parses arguments; the tests' switches
+    (tools/tests/provoke.py) live in the tests, not in the library."""
+    lib = REPO / "tools" / "lib" / "taintport"
+    for path in sorted(lib.rglob("*.py")):
+        text = path.read_text()
+        if path.parent.name != "cli":
+            imported = {alias.name for node in ast.walk(ast.parse(text))
+                        if isinstance(node, (ast.Import, ast.ImportFrom))
+                        for alias in node.names} | {
+                node.module for node in ast.walk(ast.parse(text))
+                if isinstance(node, ast.ImportFrom)}
+            assert "argparse" not in imported, path
+        assert "TAINTPORT_TEST_" not in text, path
+    from taintport.run import matrix
+    params = set(inspect.signature(matrix.Runner).parameters)
+    assert not params & {"fault", "provoke", "provoked"}, params
