@@ -13,6 +13,7 @@ from taintport.layer import fixes
 from taintport.layer.model import LayerError, Param
 from taintport.results import folder
 from taintport.results.reports import kcidb
+from taintport.run import matrix
 from taintport.tree import series, variants, versions
 
 Parser = argparse.ArgumentParser
@@ -86,7 +87,6 @@ def out(p: Parser, what: str) -> None:
 
 
 def timeout(p: Parser) -> None:
-    from taintport.run import matrix  # the runner's default, where it is defined
     p.add_argument("--timeout", type=at_least(1, "seconds"), default=matrix.DEFAULT_TIMEOUT,
                    metavar="SECONDS",
                    help="seconds a guest may run before it is killed (default %(default)s)")
