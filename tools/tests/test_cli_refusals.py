@@ -87,6 +87,8 @@ def test_out_of_range_numbers_are_refused(tmp_path, args, named):
     (("apply", "--version", VERSION, "--variant", "reverted", "--export", "x"),
      "--export is for --tree"),
     (("apply", "--tree", "t", "--quilt-dir", "q"), "--quilt-dir is for --version/--variant"),
+    (("apply", "--tree", "t", "--versions-dir", "v"), "--versions-dir is for --version/--variant"),
+    (("bench", "--upload-cost", "--versions-dir", "v"), "--versions-dir is for the whole bench"),
     (("ci", "--check", "--local"), "not allowed with argument"),
 ])
 def test_what_a_verb_would_ignore_is_refused(tmp_path, args, said):

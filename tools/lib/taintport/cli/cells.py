@@ -230,7 +230,7 @@ def bench_request(args: Args) -> BenchRequest:
     if args.upload_cost:
         options.unused(args, "bench --upload-cost", {
             name: f"--{name.replace('_', '-')} is for the whole bench, not --upload-cost"
-            for name in ("versions", "out", "parallel")})
+            for name in ("versions", "versions_dir", "out", "parallel")})
     return BenchRequest(tuple(versions.select(list(options.split_names(args.versions)),
                                               args.versions_dir)),
                         options.new_folder(args.out), args.parallel or 2, args.upload_cost)

@@ -145,7 +145,8 @@ def apply_request(args: Args) -> TreeRequest | VariantRequest:
             "version": "use either --tree DIR or --version/--variant, not both",
             "variant": "use either --tree DIR or --version/--variant, not both",
             "quilt_dir": "--quilt-dir is for --version/--variant; --tree carries the "
-                         "layer from semantic-patches/"})
+                         "layer from semantic-patches/",
+            "versions_dir": "--versions-dir is for --version/--variant"})
         if args.mail and not args.export:
             raise InputError("--mail writes mails into the --export DIR: give --export too")
         tree = carry.kernel_tree(args.tree)

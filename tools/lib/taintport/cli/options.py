@@ -162,8 +162,10 @@ def results_folder(text: str | Path) -> Path:
 
 
 def unused(args: argparse.Namespace, verb: str, names: dict[str, str]) -> None:
-    """Refuse an option the chosen form of a verb would ignore: {dest: why}."""
+    """Refuse an option the chosen form of a verb would ignore: {dest: why}
+    (given: neither unset nor, for --versions-dir, its default)."""
     for dest, why in names.items():
         value = getattr(args, dest, None)
-        if value not in (None, False, [], ()):
+        if value not in (None, False, [], ()) and \
+                not (dest == "versions_dir" and value == versions.VERSIONS_DIR):
             raise InputError(f"{verb}: {why}")
