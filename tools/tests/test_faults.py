@@ -102,6 +102,8 @@ def faulty_agent(monkeypatch):
     """Every chain the matrix makes boots its guests with taintport.fault=truncate
     (the harness's switch, provoke.py: the library's Runner has none)."""
     monkeypatch.setattr(stages.Chain, "__init__", provoke.faulty_chain("truncate"))
+    # cli.main makes SIGTERM end a run like Ctrl-C: pytest's own handler comes back after
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)
 
 
 def test_fault_in_matrix_is_error_not_stored(tmp_path, built, faulty_agent):
