@@ -68,3 +68,16 @@ def test_every_option_is_documented():
                       for option in opts
                       if not re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text)})
     assert not missing, f"documented nowhere: {missing}"
+
+
+def test_the_readme_leads_with_first_contact():
+    """What it does, where a maintainer's patch is and the quick start (the
+    two set-up commands, what they need) in the README's first 40 lines."""
+    readme = (REPO / "README.md").read_text()
+    head = "\n".join(readme.splitlines()[:40])
+    for fact in ("quilt/<version>/patched/", "    make matrix", "    make check", "133 MB",
+                 "1.5 GB", "45 minutes", "KVM is optional", "## Quick start"):
+        assert fact in head, fact
+    assert re.findall(r"^    make \w+", readme, re.M) == ["    make matrix", "    make check"]
+    assert (REPO / "LICENSE").read_text().lstrip().startswith("GNU GENERAL PUBLIC LICENSE")
+    assert "## [Unreleased]" in (REPO / "CHANGELOG.md").read_text()
