@@ -99,20 +99,20 @@ static void cmdline_flags_an_unknown_fault(void)
 
 static void cmdline_letter_defaults_to_e(void)
 {
-	ktap_test_result(cmdline_letter("console=ttyS0") == 'E',
+	ktap_test_result(cmdline_letter("console=ttyS0", "taintport.letter", 'E') == 'E',
 			 "cmdline_letter_defaults_to_e");
 }
 
 static void cmdline_letter_takes_the_given_letter(void)
 {
-	ktap_test_result(cmdline_letter(CMDLINE) == 'X',
+	ktap_test_result(cmdline_letter(CMDLINE, "taintport.letter", 'E') == 'X',
 			 "cmdline_letter_takes_the_given_letter");
 }
 
 static void cmdline_letter_refuses_more_than_a_letter(void)
 {
-	ktap_test_result(!cmdline_letter("taintport.letter=EX") &&
-			 !cmdline_letter("taintport.letter=e"),
+	ktap_test_result(!cmdline_letter("taintport.letter=EX", "taintport.letter", 'E') &&
+			 !cmdline_letter("taintport.letter=e", "taintport.letter", 'E'),
 			 "cmdline_letter_refuses_more_than_a_letter");
 }
 

@@ -69,16 +69,16 @@ enum fault cmdline_fault(const char *cmdline)
 }
 
 /*
- * The letter the tree under test uses for TAINT_UNSIGNED_MODULE: 'E'
- * unless taintport.letter= names another, 0 when that is not a single
- * upper-case letter (the kernel's taint letters all are).
+ * The letter the tree under test prints for a taint: fallback unless
+ * key= names another, 0 when that is not a single upper-case letter (the
+ * kernel's taint letters all are).
  */
-char cmdline_letter(const char *cmdline)
+char cmdline_letter(const char *cmdline, const char *key, char fallback)
 {
 	char value[4];
 
-	if (!cmdline_value(cmdline, "taintport.letter", value, sizeof(value)))
-		return 'E';
+	if (!cmdline_value(cmdline, key, value, sizeof(value)))
+		return fallback;
 	if (value[0] < 'A' || value[0] > 'Z' || value[1])
 		return 0;
 	return value[0];
@@ -86,7 +86,7 @@ char cmdline_letter(const char *cmdline)
 
 /*
  * The module named by taintport.signed=, a module the distribution signed
- * that stands in for the signed utt on the distribution's own binary
+ * that stands in for a signed load on the distribution's own binary
  * kernel: true with name empty when there is none, false when the value
  * is not a module name (lower case, digits, '_'), which would otherwise
  * become part of a path.
@@ -177,7 +177,7 @@ const char *trace_event_payload(const char *line, const char *event)
 /*
  * module:module_load prints "%s %s", the module's name and its taint
  * letters in show_module_flags() order (include/trace/events/module.h),
- * e.g. "utt OFE", or "utt " for an untainted module.
+ * e.g. "<module> OFE", or "<module> " for an untainted one.
  */
 bool module_load_flags(const char *payload, const char *module,
 		       char *flags, size_t size)
@@ -199,8 +199,8 @@ bool module_load_flags(const char *payload, const char *module,
 
 /*
  * The integer of "<field>=%d", the whole payload of a test module's
- * event: utt:utt_fire prints "value=%d", tlp:tlp_fire "calls=%d"
- * (module/utt_trace.h, module/tlp_trace.h).
+ * event: one of the test modules' events, "value=%d" or "calls=%d"
+ * (module/<module>_trace.h).
  */
 bool trace_int_field(const char *payload, const char *field, int *value)
 {

@@ -26,7 +26,7 @@ enum fault {
 bool cmdline_value(const char *cmdline, const char *key,
 		   char *value, size_t size);
 enum fault cmdline_fault(const char *cmdline);
-char cmdline_letter(const char *cmdline);
+char cmdline_letter(const char *cmdline, const char *key, char fallback);
 bool cmdline_signed_module(const char *cmdline, char *name, size_t size);
 
 bool tainted_parse(const char *text, unsigned long *tainted);

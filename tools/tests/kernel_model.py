@@ -1,6 +1,6 @@
 """An independent model of the kernel rules the in-guest test observes.
 
-The oracle for test-matrix/expectations.toml: it knows nothing of what any
+The oracle for the guest data's expected failures (test-matrix/fixes/): it knows nothing of what any
 boot printed. It replays the agent's loads (test-matrix/README.md) on a
 model kernel with or without each fix of the family and says what every
 test must report. A new fix or a new load mode extends this model first.
@@ -20,7 +20,12 @@ that they hold across versions):
   only while the kernel is not tainted F yet (its test_taint() check);
   !get_modinfo(info, "intree") taints it O (TAINT_OOT_MODULE);
   check_modinfo_livepatch() taints a livepatch K (TAINT_LIVEPATCH) and
-  prints "tainting kernel with TAINT_LIVEPATCH" with pr_notice_once().
+  prints "tainting kernel with TAINT_LIVEPATCH" with pr_notice_once();
+  get_modinfo(info, "staging") taints it C (TAINT_CRAP), printing "module is
+  from the staging directory" every time; since v6.0 (2852ca7fba9f)
+  get_modinfo(info, "test") taints it N (TAINT_TEST), printing "loading test
+  module taints kernel" only while the kernel is not tainted N yet. A kernel
+  without TAINT_TEST ignores the tag.
 - After that, !mod->sig_ok prints "module verification failed: signature
   and/or required key missing - tainting kernel" with pr_notice_once (once
   a boot) and taints the module: E (TAINT_UNSIGNED_MODULE) with the unsigned
@@ -28,18 +33,18 @@ that they hold across versions):
 - add_taint_module() sets the bit in the module's taints and in the kernel's
   (sticky for the whole boot).
 - The module_load trace event prints show_module_flags(mod->taints): P, O,
-  F, C, and E once the unsigned fix has it (57673c2b0baa); never K.
+  F, C, and E once the unsigned fix has it (57673c2b0baa); never K nor N.
 - trace_module_add_events() skips a module for which
   trace_module_has_bad_taint() is true, printing "module has bad taint, not
   creating trace events": a taint outside the allow-list O, C, T, plus E
-  with the unsigned fix (57673c2b0baa) and K with the livepatch fix
-  (e7bb66f79a7b). Without events, the module's tracepoint fires into
+  with the unsigned fix (57673c2b0baa), N with the test fix (54be5509422e)
+  and K with the livepatch fix (e7bb66f79a7b). Without events, the module's tracepoint fires into
   nothing.
 """
 from dataclasses import dataclass, field
 
-F, O, E, K = "F", "O", "E", "K"
-BIT = {F: 1, O: 12, E: 13, K: 15}  # include/linux/panic.h
+F, C, O, E, K, N = "F", "C", "O", "E", "K", "N"
+BIT = {F: 1, C: 10, O: 12, E: 13, K: 15, N: 18}  # include/linux/panic.h
 
 
 @dataclass
@@ -48,6 +53,7 @@ class Kernel:
     tainted: set[str] = field(default_factory=set)
     printed_once: set[str] = field(default_factory=set)
     sig_enforce: bool = False
+    taint_test: bool = True             # TAINT_TEST exists (v6.0 on)
     loaded: set[str] = field(default_factory=set)
 
     def once(self, message: str, log: list[str]) -> None:
@@ -73,11 +79,13 @@ VERIFICATION_FAILED = "module verification failed"
 BAD_VERMAGIC = "bad vermagic"
 BAD_TAINT = "module has bad taint, not creating trace events"
 LIVEPATCH_TAINT = "tainting kernel with TAINT_LIVEPATCH"
+STAGING = "module is from the staging directory"
+TEST_TAINT = "loading test module taints kernel"
 REJECTED = "Loading of unsigned module is rejected"
 
 
 def load(kernel: Kernel, name: str, *, signed: bool, forced: bool = False,
-         livepatch: bool = False) -> Load:
+         livepatch: bool = False, staging: bool = False, test: bool = False) -> Load:
     out = Load(loaded=False, kernel_before=set(kernel.tainted))
     sig_ok = signed and not forced                       # module_sig_check()
     if not sig_ok and kernel.sig_enforce:
@@ -96,6 +104,13 @@ def load(kernel: Kernel, name: str, *, signed: bool, forced: bool = False,
             out.log.append(BAD_VERMAGIC)
         taint(F)
     taint(O)
+    if staging:
+        out.log.append(STAGING)
+        taint(C)
+    if test and kernel.taint_test:
+        if N not in kernel.tainted:
+            out.log.append(TEST_TAINT)
+        taint(N)
     if livepatch:
         taint(K)
         kernel.once(LIVEPATCH_TAINT, out.log)
@@ -103,7 +118,8 @@ def load(kernel: Kernel, name: str, *, signed: bool, forced: bool = False,
         kernel.once(VERIFICATION_FAILED, out.log)
         taint(E if "unsigned" in kernel.fixes else F)
     allowed = {O, "C", "T"} | ({E} if "unsigned" in kernel.fixes else set()) \
-        | ({K} if "livepatch" in kernel.fixes else set())
+        | ({K} if "livepatch" in kernel.fixes else set()) \
+        | ({N} if "test" in kernel.fixes else set())
     shown = {"P", O, F, "C"} | ({E} if "unsigned" in kernel.fixes else set())
     out.loaded = True
     out.module_taint = taints
@@ -120,15 +136,16 @@ def unload(kernel: Kernel, name: str) -> None:
     kernel.loaded.discard(name)
 
 
-def boot(fixes) -> dict[str, Load]:
+def boot(fixes, taint_test: bool = True) -> dict[str, Load]:
     """The agent's loads in its order, on a kernel with these fixes."""
-    kernel = Kernel(frozenset(fixes))
+    kernel = Kernel(frozenset(fixes), taint_test=taint_test)
     loads = {}
-    for mode, kwargs in (("signed", dict(signed=True)),
-                         ("unsigned", dict(signed=False)),
-                         ("forced", dict(signed=False, forced=True)),
-                         ("livepatch", dict(signed=True, livepatch=True))):
-        name = "tlp" if mode == "livepatch" else "utt"
+    for mode, name, kwargs in (("signed", "utt", dict(signed=True)),
+                               ("unsigned", "utt", dict(signed=False)),
+                               ("forced", "utt", dict(signed=False, forced=True)),
+                               ("test", "tst", dict(signed=True, test=True)),
+                               ("livepatch", "tlp", dict(signed=True, livepatch=True)),
+                               ("staging", "stg", dict(signed=True, staging=True))):
         loads[mode] = load(kernel, name, **kwargs)
         unload(kernel, name)
     kernel.sig_enforce = True                            # sig_enforce: enable-only
@@ -169,7 +186,7 @@ def observe(load: Load, test: str) -> bool:
         return not load.events
     needles = {"verification_failed": VERIFICATION_FAILED, "bad_vermagic": BAD_VERMAGIC,
                "bad_taint": BAD_TAINT, "livepatch_taint": LIVEPATCH_TAINT,
-               "rejected": REJECTED}
+               "staging": STAGING, "test_taint": TEST_TAINT, "rejected": REJECTED}
     if test.startswith("log_no_"):
         return needles[test[len("log_no_"):]] not in load.log
     if test.startswith("log_"):
@@ -193,9 +210,10 @@ def enforced(loads: dict[str, Load], sig_enforce_on: bool, test: str) -> bool:
     return observe(load, rest)
 
 
-def results(fixes, tests) -> dict[str, bool]:
-    """{"<subtest>.<test>": passes} for every test, on a kernel with these fixes."""
-    loads = boot(fixes)
+def results(fixes, tests, taint_test: bool = True) -> dict[str, bool]:
+    """{"<subtest>.<test>": passes} for every test, on a kernel with these fixes
+    (and without TAINT_TEST when taint_test is false: before v6.0)."""
+    loads = boot(fixes, taint_test)
     out = {}
     for name in tests:
         subtest, _, test = name.partition(".")

@@ -136,7 +136,8 @@ def _coccicheck(tree, spec, mode, debug_file):
         ["make", "-s", "--no-print-directory", "-C", str(tree), "ARCH=x86_64", "coccicheck",
          f"MODE={mode}", f"COCCI={SEMANTIC_PATCHES / spec.cocci}",
          f"M={_checked_dir(tree, spec)}", "J=1", f"DEBUG_FILE={debug_file}",
-         f"SPFLAGS={' '.join(spatch.SPATCH_PYTHON)}"],
+         "SPFLAGS=" + " ".join([*spatch.SPATCH_PYTHON,
+                                *(f"-D {name}={value}" for name, value in spec.defines)])],
         env=env, capture_output=True, text=True)
     err = debug_file.read_text() if debug_file.exists() else ""
     assert proc.returncode == 0, proc.stdout + proc.stderr + err
@@ -175,7 +176,7 @@ def _missing(tree):
 
 def test_the_lacking_state_lacks_every_piece_6_1_has_a_semantic_patch_for(states):
     assert set(_missing(states["lacking"])) == {"define", "letter", "sigcheck", "tracepoint",
-                                                "livepatch"}
+                                                "test", "livepatch"}
     assert _missing(states["fixed"]) == {}
 
 
@@ -196,28 +197,29 @@ def test_patch_mode_prints_a_diff_and_nothing_else_that_applies(runs, states, sp
     assert proc.returncode == 0, proc.stdout
 
 
-def test_the_patches_together_give_upstream_s_code(runs, states, scratch, tmp_path):
-    """A fix's patches, applied one after the other to a tree that lacks it,
-    give the code of a tree that has it; only layout differs. The fix 6.1
-    ships goes from the lacking state to the tree as shipped; the fix it
-    lacks from the tree as shipped to the fixed state (its patch is made
-    there, so that both fixes' hunks on the tracing mask do not overlap)."""
+def test_the_patches_together_give_upstream_s_code(states, scratch):
+    """The fixes' patches, each made by coccicheck on the tree the fixes
+    before it gave (upstream order: their hunks on the tracing mask would
+    overlap otherwise), give the code of a tree that has them; only layout
+    differs. The fixes 6.1 ships go from the lacking state to the tree as
+    shipped; the fix it lacks from the tree as shipped to the fixed state."""
     ships = versions.select([VERSION])[0].ships
-    for fix in fixes.FIXES:
-        mine = [spec for spec in PIECES if spec in fix.pieces]
-        base, goal = ("lacking", "shipped") if fix.name in ships else ("shipped", "fixed")
-        diffs = [runs[base, spec.name, "patch"].out if base == "lacking" else
-                 _coccicheck(states[base], spec, "patch", scratch / f"debug-{spec.name}").out
-                 for spec in mine]
-        files = sorted({m for d in diffs for m in re.findall(r"^\+\+\+ b/(\S+)", d, re.M)})
-        assert files, fix.name
-        work = tmp_path / fix.name
-        _copy(states[base], work, files)
-        for diff in diffs:
-            assert _patch(work, diff).returncode == 0, (fix.name, diff)
-        for rel in files:
+    for base, goal, chain in (("lacking", "shipped", [f for f in fixes.FIXES if f.name in ships]),
+                              ("shipped", "fixed", [f for f in fixes.FIXES
+                                                    if f.name not in ships])):
+        work = scratch / f"together-{base}"
+        shutil.copytree(states[base], work, symlinks=True)
+        files = set()
+        for fix in chain:
+            for spec in (spec for spec in PIECES if spec in fix.pieces):
+                diff = _coccicheck(work, spec, "patch", scratch / f"debug-{base}-{spec.name}").out
+                files |= set(re.findall(r"^\+\+\+ b/(\S+)", diff, re.M))
+                assert _patch(work, diff).returncode == 0, (fix.name, spec.name, diff)
+        assert files, (base, goal)
+        for rel in sorted(files):
             want = (states[goal] / rel).read_text()
             assert re.sub(r"\s", "", (work / rel).read_text()) == re.sub(r"\s", "", want), rel
+        shutil.rmtree(work)
 
 
 @pytest.mark.parametrize("spec", PIECES, ids=[s.name for s in PIECES])

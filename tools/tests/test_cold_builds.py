@@ -9,10 +9,11 @@ from types import SimpleNamespace
 from taintport import process
 from taintport.cache import Cache
 from taintport.judge import verdict
-from taintport.kernel import boot, build
+from taintport.kernel import boot
 from taintport.layer import fixes
 from taintport.results.cells import Cell
 from taintport.run.progress import Progress
+from taintport.run import stages
 from taintport.run.stages import Chain
 from taintport.tree.variants import named
 
@@ -29,7 +30,8 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
         time.sleep(0.3)
         spans[name] = (start, time.monotonic())
         return name
-    monkeypatch.setattr(build, "build_variant", stand_in)
+    # the whole build stage: the kernel and the selftests built from it
+    monkeypatch.setattr(stages, "build_with_selftests", stand_in)
     versions = [SimpleNamespace(name=n, version="1", source_dir="linux-source-1")
                 for n in ("a", "b", "warm")]
     warm = chain.cache.build(versions[2])
@@ -69,7 +71,7 @@ def test_a_cold_build_waiting_for_its_turn_says_so(tmp_path, monkeypatch):
     said = io.StringIO()
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
                   Progress(0, stream=said), jobs=1, timeout=10)
-    monkeypatch.setattr(build, "build_variant", lambda *args: "built")
+    monkeypatch.setattr(stages, "build_with_selftests", lambda *args: "built")
     version = SimpleNamespace(name="b", version="1", source_dir="linux-source-1")
     with chain.cold_build:  # another kernel's cold build
         lane = threading.Thread(target=chain.compile,

@@ -10,13 +10,15 @@ import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from consumer_checks import junit_problems, kcidb_problems
+from test_ktap import as_captured
 from taintport.cache import Cache
-from taintport.judge import verdict
+from taintport.judge import ktap, verdict
 from taintport.layer import fixes
 from taintport.tree import versions
 from taintport.tree.variants import named
@@ -53,11 +55,15 @@ def test_four_variants_as_expected(run):
     cells = {v: c for v, c in cells.items() if v != "shipped"}  # test_debian_binary
     # bookworm's 6.1 as Debian ships it lacks e7bb66f79a7b: a known bug, seen as one
     assert cells["upstream"]["status"] == "known-bug"
-    assert cells["upstream"]["fixes"] == {"unsigned": "present", "livepatch": "missing"}
+    assert cells["upstream"]["fixes"] == {"unsigned": "present", "test": "present",
+                                        "livepatch": "missing"}
     assert all(cells[v]["status"] == "as-expected" for v in ("reverted", "backported", "patched"))
-    assert cells["reverted"]["fixes"] == {"unsigned": "reconstructed", "livepatch": "missing"}
-    assert cells["backported"]["fixes"] == {"unsigned": "carried", "livepatch": "carried"}
-    assert cells["patched"]["fixes"] == {"unsigned": "present", "livepatch": "carried"}
+    assert cells["reverted"]["fixes"] == {"unsigned": "reconstructed", "test": "reconstructed",
+                                        "livepatch": "missing"}
+    assert cells["backported"]["fixes"] == {"unsigned": "carried", "test": "carried",
+                                          "livepatch": "carried"}
+    assert cells["patched"]["fixes"] == {"unsigned": "present", "test": "present",
+                                       "livepatch": "carried"}
     observed = {v: {c["name"]: c["observed"] for c in cell["checks"]} for v, cell in cells.items()}
     # the negative control reproduced both bugs; the layer fixed both
     assert observed["reverted"]["unsigned.events_present"] == "not ok"
@@ -115,6 +121,19 @@ def test_the_run_passes_the_consumers_checkers(run):
     for url in logs + patches:
         assert url.startswith(prefix) and (out / url[len(prefix):]).is_file(), url
     assert junit_problems(out / "junit.xml") == []
+    # 6.1 as Debian ships it lacks livepatch: one issue, its tests FAIL and
+    # linked to it; in junit.xml not passed, yet no failure (exit 0)
+    issue, = view["issues"]
+    assert issue["id"] == f"taintport:{VERSION}:livepatch"
+    assert issue["report_url"].endswith(f"?id={fixes.BY_NAME['livepatch'].commit}")
+    failing = {t["id"] for t in view["tests"] if t["status"] == "FAIL"}
+    assert failing == {i["test_id"] for i in view["incidents"]}
+    assert {f"taintport:{VERSION}:{v}:livepatch.events_present"
+            for v in ("upstream", "shipped")} <= failing
+    root = ET.parse(out / "junit.xml").getroot()
+    known = [s for s in root.iter("skipped") if s.get("type") == "known-bug"]
+    assert len(known) == len(view["incidents"]) and root.get("failures") == "0"
+    assert proc.returncode == 0
 
 
 def test_debian_binary_boots_beside_our_build(run):
@@ -126,7 +145,7 @@ def test_debian_binary_boots_beside_our_build(run):
     cell = cells["shipped"]
     pinned = versions.select([VERSION])[0].shipped
     assert cell["status"] == "known-bug", cell["errors"]
-    assert cell["fixes"] == {"unsigned": "present", "livepatch": "missing"}
+    assert cell["fixes"] == {"unsigned": "present", "test": "present", "livepatch": "missing"}
     image = pinned.packages[0]
     assert (cell["inputs"]["package"], cell["inputs"]["package_version"],
             cell["inputs"]["deb_sha256"]) == (image.package, image.version, image.sha256)
@@ -171,11 +190,15 @@ def kunit_parse(console, scratch):
     return proc, cases, summary
 
 
-def assert_kunit_agrees(console, version, name, scratch):
+def assert_kunit_agrees(console, version, name, scratch, captured=False):
     """The kernel's own parser finds no parse error, and exactly the expected
-    failures of the fixes the variant's tree lacks (none: all passed)."""
+    failures of the fixes the variant's tree lacks (none: all passed). A
+    console captured before the agent gained a subtest (captured) is judged
+    on the subtests it has, as test_ktap judges it."""
     variant = named(name)
     expectations = verdict.load(fixes.NAMES)
+    if captured:
+        expectations = as_captured(expectations, ktap.parse(console.read_text()))
     ships = versions.select([version])[0].ships
     kunit, cases, summary = kunit_parse(console, scratch)
     where = f"{version} {variant}"
@@ -206,6 +229,25 @@ def test_kunit_tool_reads_every_console_as_taintport_does(run, tmp_path):
         assert_kunit_agrees(out / cell["logs"]["console"], VERSION, variant, tmp_path)
 
 
+def test_kunit_tool_reads_the_selftests_ktap_of_every_built_cell(run, tmp_path):
+    """The selftests stage's KTAP (issue 37) means to kunit.py what it means to
+    taintport: every cell built from the tree ran the livepatch selftests and
+    the sample, and kunit.py fails exactly the tests the cell observed not ok."""
+    out, proc, cells = run
+    booted = {v: c for v, c in cells.items() if named(v).from_tree and "reused_from" not in c}
+    assert set(booted) == {"upstream", "reverted", "backported"}
+    for variant, cell in booted.items():
+        ktap_txt = out / VERSION / variant / "selftests-ktap.txt"
+        kunit, cases, summary = kunit_parse(ktap_txt, tmp_path)
+        assert "[ERROR]" not in kunit.stdout and "ERROR" not in cases.values(), kunit.stdout
+        mine = {c["name"]: c for c in cell["checks"]
+                if c["name"].startswith(("selftests.livepatch.", "sample.trace_events."))}
+        assert set(cases) == set(mine), (variant, sorted(set(cases) ^ set(mine)))
+        assert {n for n, status in cases.items() if status == "FAIL"} == \
+            {n for n, c in mine.items() if c["observed"] == "not ok"}, variant
+        assert cell["timings"]["selftests"] > 0
+
+
 def test_kunit_tool_reads_the_captured_consoles_of_every_kernel(tmp_path):
     """The real boots of make matrix on every kernel
     (tools/tests/data/consoles): an upstream cell of a kernel that ships
@@ -215,7 +257,7 @@ def test_kunit_tool_reads_the_captured_consoles_of_every_kernel(tmp_path):
     logs = sorted(p for p in captured.glob("*/*.log") if "-" not in p.stem)
     assert len(logs) == 4 * len(versions.all_versions())  # upstream, shipped, reverted, backported
     for log in logs:
-        assert_kunit_agrees(log, log.parent.name, log.stem, tmp_path)
+        assert_kunit_agrees(log, log.parent.name, log.stem, tmp_path, captured=True)
 
 
 def test_patched_built_for_real_is_the_backported_image(tmp_path):

@@ -18,6 +18,7 @@ import pytest
 from taintport.cache import Cache, held, scratch
 from taintport.errors import InputError, RunError
 from taintport.tree import fetch
+from taintport.tree.archive import apt, download, pins
 from taintport.tree.variants import named
 from taintport.tree.versions import Version
 
@@ -200,8 +201,8 @@ def test_an_archive_password_is_never_printed(tmp_path):
     assert "http://127.0.0.1:9/debian" in str(err.value)
     assert "s3cret" not in str(err.value) and "mirror-user" not in str(err.value)
     assert "s3cret" not in (tmp_path / "log").read_text()
-    assert fetch.redacted("https://u:p@host:8443/debian") == "https://host:8443/debian"
-    assert fetch.redacted("file:/srv/mirror") == "file:/srv/mirror"
+    assert apt.redacted("https://u:p@host:8443/debian") == "https://host:8443/debian"
+    assert apt.redacted("file:/srv/mirror") == "file:/srv/mirror"
 
 
 def test_the_next_upload_keeps_the_series_build_folder(tmp_path):
@@ -278,11 +279,11 @@ def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
     arch, good = archive
     cache = Cache(tmp_path / "cache")
     v = version(arch, "9.9.1-1", sha(good))
-    apt = fetch.PrivateApt(cache.apt(), v)
-    apt.root.mkdir(parents=True)
+    private = apt.PrivateApt(cache.apt(), v)
+    private.root.mkdir(parents=True)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        with held(apt.root / "update.lock", "the testsuite apt index"):
-            second = pool.submit(fetch.fetch_deb, cache, v, tmp_path / "log")
+        with held(private.root / "update.lock", "the testsuite apt index"):
+            second = pool.submit(download.fetch_deb, cache, v, tmp_path / "log")
             # no timing guess: the second says it waits, and is still waiting
             said = ""
             deadline = time.monotonic() + 60
@@ -296,22 +297,82 @@ def test_second_update_of_one_suite_waits_and_says_so(tmp_path, archive, capfd):
     assert sha(deb) == sha(good) and not reused
 
 
+def pinned_descriptor(path, arch):
+    """test-9.9 pinned to an upload its suite no longer has, commented as a
+    maintainer writes a descriptor."""
+    path.write_text(f'# the test kernel\nname = "test-9.9"\ndistribution = "debian"\n'
+                    f'release = "testsuite"\nsuites = ["testsuite"]  # one suite\n'
+                    f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n\n'
+                    '# the pin: moved by --repin\n'
+                    f'suite = "testsuite"\nversion = "9.9.0-1"  # a trailing comment\n'
+                    f'sha256 = "{"0" * 64}"\nsize = 1\nships = ["unsigned"]\n')
+    return path
+
+
 def test_repin_moves_the_pin_to_the_newest_on_purpose(tmp_path, archive):
+    """Only the pinned values change: every comment and blank line stays."""
     from taintport.tree import versions
     arch, good = archive
-    path = tmp_path / "test-9.9.toml"
-    path.write_text(f'name = "test-9.9"\ndistribution = "debian"\nrelease = "testsuite"\n'
-                    f'suites = ["testsuite"]\n'
-                    f'archive = "file:{arch}"\ncomponent = "main"\npackage = "{PKG}"\n'
-                    f'suite = "testsuite"\nversion = "9.9.0-1"\nsha256 = "{"0" * 64}"\n'
-                    'size = 1\nships = ["unsigned"]\n')
+    path = pinned_descriptor(tmp_path / "test-9.9.toml", arch)
+    before = path.read_text()
     v = versions.load(path)
-    old, new = fetch.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
-    assert (old, new) == ("testsuite 9.9.0-1", "testsuite 9.9.2-1")
+    moved = pins.repin(Cache(tmp_path / "cache"), v, tmp_path / "log")
+    assert (moved.old, moved.new) == ("testsuite 9.9.0-1", "testsuite 9.9.2-1")
+    assert moved.shipped == "no [shipped] table"
+    newer = arch / "pool" / f"{PKG}_9.9.2-1_all.deb"
+    assert path.read_text() == before.replace('"9.9.0-1"', '"9.9.2-1"').replace(
+        "0" * 64, sha(newer)).replace("size = 1\n", f"size = {newer.stat().st_size}\n")
     moved = versions.load(path)
     assert moved.version == "9.9.2-1"
-    assert moved.sha256 == sha(arch / "pool" / f"{PKG}_9.9.2-1_all.deb")
     fetch.fetch(Cache(tmp_path / "cache"), moved, tmp_path / "log")
+
+
+def test_a_repin_killed_at_its_rename_leaves_the_descriptor_as_it_was(tmp_path, archive,
+                                                                     monkeypatch):
+    from taintport import atomic
+    from taintport.tree import versions
+    arch, _ = archive
+    path = pinned_descriptor(tmp_path / "test-9.9.toml", arch)
+    before = path.read_text()
+
+    rename = os.rename
+
+    def killed(src, dst):
+        if Path(dst) == path:  # the descriptor's; the private apt state's go through
+            raise OSError(5, "Input/output error")
+        rename(src, dst)
+    monkeypatch.setattr(atomic.os, "rename", killed)
+    with pytest.raises(OSError):
+        pins.repin(Cache(tmp_path / "cache"), versions.load(path), tmp_path / "log")
+    assert path.read_text() == before
+    assert atomic.leftovers(path) == []
+
+
+def test_the_private_sources_list_is_readable_by_its_owner_alone(tmp_path, archive):
+    """It names the archive, and a mirror's URL may carry its password; one
+    written 0644 by an older run gets 0600 too."""
+    arch, good = archive
+    cache = Cache(tmp_path / "cache")
+    v = version(arch, "9.9.1-1", sha(good))
+    sources = cache.apt() / "testsuite" / "sources.list"
+    sources.parent.mkdir(parents=True)
+    sources.write_text("deb [trusted=yes] file:/old testsuite main\n")
+    sources.chmod(0o644)
+    fetch.fetch(cache, v, tmp_path / "log")
+    assert sources.stat().st_mode & 0o777 == 0o600
+    assert sources.read_text() == f"deb [trusted=yes] file:{arch} testsuite main\n"
+
+
+def test_an_index_stanza_keeps_its_continuation_lines():
+    """A field folded over lines (Depends, Description) is read whole, and the
+    fields after it are still read."""
+    from taintport.tree.archive.published import stanzas
+    text = ("Package: linux-headers-7.2-amd64\nVersion: 7.2.13-1\n"
+            "Depends: linux-headers-7.2-common (= 7.2.13-1),\n linux-kbuild-7.2 (= 7.2.13-1)\n"
+            "SHA256: " + "a" * 64 + "\nSize: 12\n\nPackage: b\nVersion: 1\n")
+    first, second = stanzas(text)
+    assert first["Depends"].split(",")[1].strip() == "linux-kbuild-7.2 (= 7.2.13-1)"
+    assert first["Size"] == "12" and second["Package"] == "b"
 
 
 def test_fetch_ahead_extracts_waiting_versions_and_skips_held_ones(tmp_path, archive):
@@ -412,6 +473,8 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
 
     monkeypatch.setattr(sources.TreeBuild, "prepare", build_cell)
     monkeypatch.setattr(runner.chain, "boot", judge_boot)
+    # the selftests' boot after the agent's (test_selftests.py) has no kernel here
+    monkeypatch.setattr(matrix.selftests, "stage", lambda *args: None)
     runner.run([v], [named("upstream"), named("reverted"), named("backported")])
     cells = runner.ordered_cells()
     assert [(c.variant.name, c.status) for c in cells] == [

@@ -61,6 +61,9 @@ def test_full_state_applies_without_fuzz_and_leaves_no_trace_of_the_fixes(name, 
     assert re.findall(r'"(.)" \}', flags) == ["P", "F", "C"]  # as before v3.15
     if "livepatch" in ships:
         assert "TAINT_LIVEPATCH)" not in texts["kernel/tracepoint.c"]
+    if "test" in ships:  # the mask's term and the comment 54be5509422e rewrote
+        assert "TAINT_TEST)" not in texts["kernel/tracepoint.c"]
+        assert "test modules are fine" not in texts["kernel/tracepoint.c"]
     # and quilt pops it back to the tree as shipped
     series.switch(tmp_path / "t", quilt, named("upstream"), tmp_path / "log")
     assert all((tmp_path / "t" / rel).read_bytes() == shipped[rel] for rel in touched)
@@ -75,6 +78,7 @@ def test_layer_on_the_full_state_gives_the_tree_as_shipped_back(name, tmp_path):
     assert full.summary.startswith(UNSIGNED_CARRIED)
     if "livepatch" in version.ships:
         assert full.summary.endswith("; livepatch: carried livepatch")
+    assert ("; test: carried test" in full.summary) == ("test" in version.ships)
     assert {"kernel/panic.c", "kernel/tracepoint.c", "include/trace/events/module.h"} \
         <= set(full.compared)
     assert {"include/linux/panic.h", "include/linux/kernel.h"} & set(full.compared)
@@ -138,12 +142,12 @@ def test_check_all_point_releases_runs_the_whole_layer_on_the_full_state(tmp_pat
     """`check --all-point-releases` on bookworm's pinned linux-source-6.1, as it
     checks every point release of that series: the layer as shipped, then
     carried onto the full pre-fix state, byte-identical to the files shipped."""
-    from taintport.tree import fetch
+    from taintport.tree.archive.published import Published
     from taintport.layer import pointreleases
     from taintport.cache import Cache
 
     version = versions.select(["bookworm-6.1"])[0]
-    published = fetch.Published(version.package, version.version, version.sha256,
+    published = Published(version.package, version.version, version.sha256,
                                 version.size, version.suite)
     outcome = pointreleases.check_one(Cache(), version, published, tmp_path / "log",
                                       pointreleases.quilt_for(version.package, version.release,

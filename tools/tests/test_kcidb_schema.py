@@ -5,6 +5,7 @@ checker, as kcidb-io validates a submission: the view stored in each
 committed fixture's matrix.json, the view computed from it (file:// and
 published URLs), the merged CI view, and `report kcidb DIR`."""
 import copy
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -16,6 +17,7 @@ from consumer_checks import KCIDB_SCHEMA, format_checker, kcidb_problems
 from taintport.errors import InputError
 from taintport.results import compare, folder, render
 from taintport.results.reports import kcidb
+from taintport.tree import series
 
 RESULTS = Path(__file__).parent / "data" / "results"
 FIXTURES = [RESULTS / "bookworm-6.1", RESULTS / "trixie-6.12"]
@@ -51,9 +53,20 @@ def test_the_validator_enforces_what_kcidb_io_enforces():
             "builds": [{"id": "taintport:x:y", "origin": "taintport",
                         "checkout_id": "taintport:x", "log_url": "file:///r/x/y/build.log"}],
             "tests": [{"id": "taintport:x:y", "origin": "taintport", "build_id": "taintport:x:y",
-                       "status": "PASS", "path": "taintport.a.b"}]}
+                       "status": "FAIL", "path": "taintport.a.b"}],
+            "issues": [{"id": "taintport:x:fix", "version": 1, "origin": "taintport",
+                        "report_url": "https://git.kernel.org/x", "culprit": {"code": True},
+                        "test_status": "FAIL"}],
+            "incidents": [{"id": "taintport:x:y:fix", "origin": "taintport",
+                           "issue_id": "taintport:x:fix", "issue_version": 1,
+                           "test_id": "taintport:x:y", "present": True}]}
     assert kcidb_problems(good) == []
     for where, key, value in [("builds", "log_url", "x/y/build.log"),
+                              ("issues", "version", -1), ("issues", "report_url", "e7bb66f"),
+                              ("issues", "culprit", {"code": True, "kernel": True}),
+                              ("issues", "test_status", "KNOWN"),
+                              ("incidents", "issue_id", "fix"), ("incidents", "present", "yes"),
+                              ("incidents", "waived", True),
                               ("builds", "comment", None), ("builds", "colour", "red"),
                               ("tests", "id", "taintport"), ("tests", "status", "XFAIL"),
                               ("checkouts", "start_time", "2026-12-03 10:00")]:
@@ -61,6 +74,10 @@ def test_the_validator_enforces_what_kcidb_io_enforces():
         bad[where][0][key] = value
         assert kcidb_problems(bad), (where, key, value)
     assert kcidb_problems({**good, "version": {"major": 5}})
+    for where, key in [("issues", "version"), ("incidents", "issue_version")]:
+        bad = copy.deepcopy(good)
+        del bad[where][0][key]
+        assert kcidb_problems(bad), (where, key)
     jsonschema.Draft7Validator.check_schema(json.loads(KCIDB_SCHEMA.read_text()))
 
 
@@ -88,16 +105,38 @@ def test_a_view_without_a_published_place_links_the_folder(results, tmp_path,
     prefix = out.resolve().as_uri() + "/"
     assert all(u.startswith(prefix) for u in urls(view))
     # every log, and every patch quilt/ still holds as the run applied it (the
-    # trixie fixture's backported run used a changed copy on purpose)
-    assert copied
+    # trixie fixture's backported run used a changed copy on purpose; quilt/
+    # renamed bookworm's patches when the test fix's took its place in order):
+    # a patch left out is one quilt/ no longer holds with the run's digest
+    applied = {(cell.version, name): digest for cell in doc.cells
+               for name, digest in (cell.inputs.series if cell.inputs else {}).items()}
+    linked = set()
     for url in urls(view):
         rel = url[len(prefix):]
         version, _, name = rel.partition("/patches/")
         if name and name not in copied.get(version, {}):
+            held = series.QUILT_DIR / version / name
+            assert not held.is_file() or \
+                hashlib.sha256(held.read_bytes()).hexdigest() != applied[version, name], url
             continue
+        if name:
+            linked.add((version, name))
         assert (out / rel).is_file(), url
         if name:
             assert (out / rel).read_text() == copied[version][name]
+    assert linked == {(v, name) for v, names in copied.items() for name in names}
+
+
+def test_a_known_bugs_issues_and_incidents_validate():
+    """bookworm-6.1 as shipped lacks livepatch: the view's issue and the
+    incidents linking its tests meet the schema, each naming a test and an
+    issue of the view."""
+    view = kcidb.report(folder.load_matrix(FIXTURES[0]), kcidb.Artifacts(BASE))
+    assert view["issues"] and view["incidents"]
+    assert kcidb_problems(view) == []
+    tests, issues = {t["id"] for t in view["tests"]}, {i["id"] for i in view["issues"]}
+    assert all(i["test_id"] in tests and i["issue_id"] in issues for i in view["incidents"])
+    assert len({i["id"] for i in view["incidents"]}) == len(view["incidents"])
 
 
 def test_the_variable_a_pipeline_sets_publishes_every_url(tmp_path, monkeypatch):

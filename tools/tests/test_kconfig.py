@@ -1,6 +1,7 @@
 import pytest
 
 from taintport.errors import InputError
+from taintport.judge import guest
 from taintport.kernel import kconfig
 
 
@@ -55,15 +56,31 @@ def test_fragments_are_base_then_features_then_the_version(tmp_path):
         (kconfigs / f"{name}.config").write_text("CONFIG_A=y\n")
     for name in ("bookworm-6.1", "trixie-6.12"):
         (versions_dir / f"{name}.toml").write_text("")
-    frags = kconfig.fragments("bookworm-6.1", kconfigs, versions_dir)
+    frags = kconfig.fragments("bookworm-6.1", kconfigs, versions_dir,
+                              needs=("zeta.config", "livepatch.config"))
     # trixie's fragment is another version's, never a feature
     assert [f.name for f in frags] == ["base.config", "livepatch.config", "zeta.config",
                                        "bookworm-6.1.config"]
 
 
-def test_every_version_gets_the_livepatch_fragment():
+def test_a_fragment_no_fix_needs_is_refused(tmp_path):
+    kconfigs = tmp_path / "kconfigs"
+    kconfigs.mkdir()
+    for name in ("base", "stray"):
+        (kconfigs / f"{name}.config").write_text("CONFIG_A=y\n")
+    with pytest.raises(InputError, match="stray.config: no fix needs it"):
+        kconfig.fragments("bookworm-6.1", kconfigs, tmp_path, needs=())
+    with pytest.raises(InputError, match="gone.config: Kconfig fragment missing"):
+        kconfig.fragments("bookworm-6.1", kconfigs, tmp_path, needs=("stray.config",
+                                                                    "gone.config"))
+
+
+def test_every_version_gets_the_fragments_the_fixes_name():
+    needed = {f.kconfig for f in guest.load().fixes.values() if f.kconfig}
+    assert needed, "a fix's test needs CONFIG_LIVEPATCH"
     for name in ("bullseye-5.10", "bookworm-6.1", "experimental-7.3"):
-        assert kconfig.KCONFIG_DIR / "livepatch.config" in kconfig.fragments(name)
+        frags = kconfig.fragments(name)
+        assert {kconfig.KCONFIG_DIR / n for n in needed} <= set(frags)
 
 
 def test_missing_base_fragment_is_named(tmp_path):

@@ -1,7 +1,7 @@
 """The taintport layer: fixtures in the Coccinelle habit, whole trees, failures.
 
-semantic-patches/tests/<piece>_<case>.c is an input written in the shape of
-one historical form. Its expected outcomes sit next to it:
+semantic-patches/<fix>/tests/<piece>_<case>.c is an input written in the
+shape of one historical form. Its expected outcomes sit next to it:
   <piece>_<case>.res      the output with the default letter E
   <piece>_<case>.<L>.res  the output with letter L
   <piece>_<case>[.<L>].err text the LayerError must contain
@@ -21,15 +21,27 @@ from taintport import REPO
 from taintport.layer import engine, fixes, spatch
 from taintport.layer.model import FixCondition, LayerError, Outcome, Piece, PieceState
 
-FIXTURES = REPO / "semantic-patches" / "tests"
-INPUTS = sorted(FIXTURES.glob("*.c"))
-OUTCOMES = sorted(FIXTURES.glob("*.res")) + sorted(FIXTURES.glob("*.err"))
+SEMANTIC_PATCHES = REPO / "semantic-patches"
+INPUTS = sorted(SEMANTIC_PATCHES.glob("*/tests/*.c"))
+RESULTS = sorted(SEMANTIC_PATCHES.glob("*/tests/*.res"))
+OUTCOMES = RESULTS + sorted(SEMANTIC_PATCHES.glob("*/tests/*.err"))
+
+
+def fixture(case):
+    """A fixture's path by its name (<piece>_<case>), in whichever fix's folder."""
+    (path,) = SEMANTIC_PATCHES.glob(f"*/tests/{case}")
+    return path
 
 
 def _outcome(path):
     """(input .c, piece, letter) of an outcome file."""
     stem, _, letter = path.stem.partition(".")
-    return FIXTURES / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
+    return path.parent / f"{stem}.c", stem.split("_", 1)[0], letter or "E"
+
+
+def _defines(spec):
+    """The -D values a piece's record gives its semantic patch."""
+    return [f"{name}={value}" for name, value in spec.defines]
 
 
 def _transform(piece, text, letter):
@@ -48,7 +60,7 @@ def test_fixture(outcome):
         assert _transform(piece, fixture.read_text(), letter) == outcome.read_text()
 
 
-@pytest.mark.parametrize("res", sorted(FIXTURES.glob("*.res")), ids=lambda p: p.name)
+@pytest.mark.parametrize("res", RESULTS, ids=lambda p: p.name)
 def test_fixture_already_fixed_is_left_alone(res):
     _, piece, letter = _outcome(res)
     assert _transform(piece, res.read_text(), letter) == res.read_text()
@@ -78,7 +90,7 @@ def _tree(root, suffix):
     for rel, cases in TREE_310.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join((FIXTURES / (c + suffix)).read_text() for c in cases))
+        path.write_text("".join(fixture(c + suffix).read_text() for c in cases))
     return root
 
 
@@ -91,6 +103,10 @@ def _generate(tree, **params):
     return engine.generate(tree, fixes.FIXES, params)
 
 
+def _by_name(patch):
+    return {fp.fix.name: fp for fp in patch.patches}
+
+
 def _inspect(tree, **params):
     return [p for fs in engine.inspect(tree, fixes.FIXES, params) for p in fs.pieces]
 
@@ -101,12 +117,14 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
     patch = _generate(tree)
     assert _digest(tree) == before, "generate() must not touch the tree"
     assert not patch.empty
-    unsigned, livepatch = patch.patches
+    unsigned, livepatch = _by_name(patch)["unsigned"], _by_name(patch)["livepatch"]
     assert [p.state for p in unsigned.pieces] == [PieceState.MISSING] * 6
     assert unsigned.diff == patch.diff
-    # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why
+    # 3.10 has no TAINT_LIVEPATCH (v4.0): that fix is left out, and says why;
+    # so is every later fix of the allow-list (no taint of theirs in 3.10)
     assert livepatch.outcome is Outcome.NOT_APPLICABLE
     assert "predates livepatch" in livepatch.not_applicable
+    assert all(fp.outcome is Outcome.NOT_APPLICABLE for fp in patch.patches if fp is not unsigned)
     headers = re.findall(r"^--- a/(\S+)\n\+\+\+ b/(\S+)$", patch.diff, re.M)
     assert [a for a, b in headers] == sorted(TREE_310) and all(a == b for a, b in headers)
 
@@ -123,39 +141,66 @@ def test_generate_on_a_pre_fix_tree_gives_upstream_byte_for_byte(tmp_path):
 def test_generate_on_a_fixed_tree_is_empty_and_already_upstream(tmp_path):
     patch = _generate(_tree(tmp_path, ".res"))
     assert patch.diff == "" and patch.empty
-    assert [fp.outcome for fp in patch.patches] == [Outcome.ALREADY_UPSTREAM,
-                                                    Outcome.NOT_APPLICABLE]
-    assert patch.summary == "unsigned: already upstream; livepatch: not applicable"
+    assert [fp.outcome for fp in patch.patches] == [Outcome.ALREADY_UPSTREAM] + \
+        [Outcome.NOT_APPLICABLE] * (len(fixes.FIXES) - 1)
+    assert patch.summary.startswith("unsigned: already upstream; ")
+    assert patch.summary.endswith("; livepatch: not applicable")
     assert all(p.state is PieceState.PRESENT for p in patch.patches[0].pieces)
 
 
-def _tree_with_livepatch(root, suffix, mask):
-    """A 4.x+ tree: TAINT_LIVEPATCH defined, the mask as given."""
+def _tree_with_livepatch(root, suffix, mask, taints=("TAINT_LIVEPATCH\t\t15",)):
+    """A 4.x+ tree: TAINT_LIVEPATCH (and the other taints given) defined, the
+    mask as given."""
     tree = _tree(root, suffix)
     header = tree / "include/linux/kernel.h"
-    header.write_text(header.read_text() + "#define TAINT_LIVEPATCH\t\t15\n")
-    (tree / "kernel/tracepoint.c").write_text((FIXTURES / mask).read_text())
+    header.write_text(header.read_text() + "".join(f"#define {t}\n" for t in taints))
+    (tree / "kernel/tracepoint.c").write_text(fixture(mask).read_text())
     return tree
 
 
+SIX_ONE = ("TAINT_TEST\t\t18", "TAINT_LIVEPATCH\t\t15")  # a 6.1 tree's taints
+
+
 def test_generate_carries_each_fix_as_its_own_patch_in_upstream_order(tmp_path):
-    tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c")
+    tree = _tree_with_livepatch(tmp_path / "tree", ".c", "livepatch_has-bad-taint-test.c",
+                                SIX_ONE)
     patch = _generate(tree)
-    unsigned, livepatch = patch.patches
+    assert [fp.fix.name for fp in patch.patches] == list(fixes.NAMES)
+    unsigned, livepatch = _by_name(patch)["unsigned"], _by_name(patch)["livepatch"]
     assert unsigned.outcome is livepatch.outcome is Outcome.CARRIED
     assert "kernel/tracepoint.c" not in unsigned.diff  # the mask already has UNSIGNED
     assert livepatch.diff.count("+++ b/") == 1 and "+++ b/kernel/tracepoint.c" in livepatch.diff
     assert "+\t\t\t\t(1 << TAINT_LIVEPATCH));\n" in livepatch.diff
     assert livepatch.adapted == ()  # the 6.1 mask: upstream's own hunk
-    assert patch.summary == ("unsigned: carried define, letter, sigcheck, module-flags, "
-                             "trace-event; livepatch: carried livepatch")
+    assert patch.summary.startswith("unsigned: carried define, letter, sigcheck, "
+                                    "module-flags, trace-event; ")
+    assert patch.summary.endswith("; livepatch: carried livepatch")
+
+
+def test_on_the_v519_mask_each_later_fix_is_upstreams_own_hunk(tmp_path):
+    """Debian's 6.1 with TAINT_TEST taken out: 54be5509422e's hunk, then
+    e7bb66f79a7b's on what it gave, each byte for byte (no adaptation)."""
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "test_has-bad-taint.c", SIX_ONE)
+    patch = _by_name(_generate(tree))
+    assert patch["test"].outcome is patch["livepatch"].outcome is Outcome.CARRIED
+    assert patch["test"].adapted == patch["livepatch"].adapted == ()
+    assert ("-\t\t\t       (1 << TAINT_UNSIGNED_MODULE));\n"
+            "+\t\t\t       (1 << TAINT_UNSIGNED_MODULE) |\n"
+            "+\t\t\t       (1 << TAINT_TEST));\n") in patch["test"].diff
+
+
+def test_a_tree_without_taint_test_cannot_have_its_bug(tmp_path):
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
+    test = _by_name(_generate(tree))["test"]
+    assert test.outcome is Outcome.NOT_APPLICABLE
+    assert test.not_applicable.startswith("no TAINT_TEST (v6.0)")
 
 
 def test_the_510_mask_is_adapted_and_says_so(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
     patch = _generate(tree)
-    assert patch.patches[0].outcome is Outcome.ALREADY_UPSTREAM
-    (note,) = patch.patches[1].adapted
+    assert _by_name(patch)["unsigned"].outcome is Outcome.ALREADY_UPSTREAM
+    (note,) = _by_name(patch)["livepatch"].adapted
     assert note.startswith("upstream's hunk rewraps the last two lines")
     assert "a new line holding the new term, indented like it" in note
 
@@ -241,7 +286,9 @@ def test_a_missing_file_is_named_where_the_trees_version_keeps_it(tmp_path):
 
 def test_inspect_reports_file_line_and_state(tmp_path):
     pieces = _inspect(_tree(tmp_path, ".c"))
-    assert [(p.name, p.path, p.line, p.state.value) for p in pieces] == [
+    # the unsigned fix's pieces, then the livepatch mask (and any other fix's between)
+    rows = [(p.name, p.path, p.line, p.state.value) for p in pieces]
+    assert rows[:6] + rows[-1:] == [
         ("define", "include/linux/kernel.h", 12, "missing"),
         ("letter", "kernel/panic.c", 14, "missing"),
         ("sigcheck", "kernel/module.c", 34, "missing"),
@@ -264,7 +311,7 @@ def test_spatch_exn_with_exit_0_is_an_error(tmp_path, monkeypatch):
                  'echo "An error occurred when attempting to transform some files." >&2\n'
                  "exit 0\n")
     with pytest.raises(LayerError) as caught:
-        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
+        _transform("sigcheck", fixture("sigcheck_printk-once.c").read_text(), "E")
     assert "EXN" in caught.value.expected
 
 
@@ -274,7 +321,7 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
                  'echo "taintport: missing find kernel/module.c:34:2-34:18 TAINT_FORCED_MODULE"'
                  "\nexit 0\n")
     with pytest.raises(LayerError) as caught:
-        _transform("sigcheck", (FIXTURES / "sigcheck_printk-once.c").read_text(), "E")
+        _transform("sigcheck", fixture("sigcheck_printk-once.c").read_text(), "E")
     assert "to fix the place it reported (line 34); fired: none" in caught.value.expected
 
 
@@ -283,28 +330,31 @@ def test_a_rule_that_does_not_fire_is_an_error(tmp_path, monkeypatch):
 # fixtures are ones whose .res differs from the .c only where spatch edits
 # code (no comment for a scripted edit to rewrite).
 
+# (piece, fixture, line): the piece's semantic patch with its record's -D values
 ALONE = [
-    ("taint_unsigned_define.cocci", "define_kernel-h", 12),
-    ("taint_unsigned_letter.cocci", "letter_designated", 7),
-    ("taint_unsigned_sigcheck.cocci", "sigcheck_augment-taints", 28),
-    ("taint_unsigned_tracepoint.cocci", "tracepoint_has-bad-taint-test", 4),
-    ("taint_unsigned_module_flags.cocci", "module-flags_explicit-ifs", 12),
-    ("tracepoint_livepatch.cocci", "livepatch_has-bad-taint-test", 4),
+    ("define", "define_kernel-h", 12),
+    ("letter", "letter_designated", 7),
+    ("sigcheck", "sigcheck_augment-taints", 28),
+    ("tracepoint", "tracepoint_has-bad-taint-test", 4),
+    ("module-flags", "module-flags_explicit-ifs", 12),
+    ("livepatch", "livepatch_has-bad-taint-test", 4),
 ]
 # the lines of a unified diff, with the "diff -u -p" line spatch --patch writes
 DIFF_LINE = re.compile(r"^(diff |--- |\+\+\+ |@@ -\d+(,\d+)? \+\d+(,\d+)? @@|[ +\-\\])")
 
 
-def _alone(cocci, path, *defines):
-    """spatch's stdout for one file, as a user runs it (Options: of the header)."""
-    return _plain(cocci, [path], *defines)
+def _alone(piece, path, *defines):
+    """spatch's stdout for one file, as a user runs it (Options: of the header)
+    with the -D values the piece's record gives."""
+    return _plain(piece, [path], *defines)
 
 
-def _plain(cocci, paths, *defines):
+def _plain(piece, paths, *defines):
     """spatch's stdout for files, as a user runs it (Options: of the header)."""
-    args = [a for d in defines for a in ("-D", d)]
+    spec = fixes.SPEC[piece]
+    args = [a for d in (*_defines(spec), *defines) for a in ("-D", d)]
     proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
-                           REPO / "semantic-patches" / cocci, *args,
+                           SEMANTIC_PATCHES / spec.cocci, *args,
                            "--very-quiet", "--no-includes", "--include-headers", *paths],
                           capture_output=True, text=True, check=True)
     assert not [line for line in proc.stderr.splitlines()
@@ -316,54 +366,53 @@ def _no_space(text):
     return re.sub(r"\s", "", text)
 
 
-@pytest.mark.parametrize("cocci", [r[0] for r in ALONE])
+@pytest.mark.parametrize("cocci", sorted({s.cocci for s in fixes.PIECES if s.cocci}))
 @pytest.mark.parametrize("mode", ["patch", "report", "context", "org"])
 def test_spatch_parses_only_files_that_name_what_a_rule_looks_for(cocci, mode):
     # Without a grep query spatch parses every file of the tree: a python
     # rule that depends on no matching rule, or a rule with nothing but
     # metavariables, costs a coccicheck minutes instead of seconds.
-    proc = subprocess.run(["spatch", "--parse-cocci", REPO / "semantic-patches" / cocci,
+    proc = subprocess.run(["spatch", "--parse-cocci", SEMANTIC_PATCHES / cocci,
                            "-D", mode], capture_output=True, text=True, check=True)
     assert "\nGrep query\n" in proc.stdout, proc.stdout[-300:]
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_patch_mode_prints_only_a_diff_that_gives_the_fix(cocci, case, line, tmp_path):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "patch")
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_patch_mode_prints_only_a_diff_that_gives_the_fix(piece, case, line, tmp_path):
+    out = _alone(piece, fixture(f"{case}.c"), "patch")
     assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
     work = tmp_path / f"{case}.c"
-    shutil.copyfile(FIXTURES / f"{case}.c", work)
+    shutil.copyfile(fixture(f"{case}.c"), work)
     subprocess.run(["patch", "--fuzz=0", work], input=out, text=True, check=True,
                    capture_output=True)
     # the code is upstream's; only spatch's layout may differ (see the header)
-    assert _no_space(work.read_text()) == _no_space((FIXTURES / f"{case}.res").read_text())
-    assert _alone(cocci, FIXTURES / f"{case}.res", "patch") == ""
+    assert _no_space(work.read_text()) == _no_space(fixture(f"{case}.res").read_text())
+    assert _alone(piece, fixture(f"{case}.res"), "patch") == ""
 
 
 # every expected output of a piece a semantic patch carries, one per shape and letter
-SPATCH_OUTCOMES = [o for o in sorted(FIXTURES.glob("*.res"))
-                   if fixes.SPEC[_outcome(o)[1]].cocci]
+SPATCH_OUTCOMES = [o for o in RESULTS if fixes.SPEC[_outcome(o)[1]].cocci]
 
 
 @pytest.mark.parametrize("res", SPATCH_OUTCOMES, ids=lambda p: p.name)
 def test_patch_mode_on_every_shape_prints_only_diff_lines(res):
     fixture, piece, letter = _outcome(res)
-    out = _alone(fixes.SPEC[piece].cocci, fixture, "patch", f"letter={letter}")
+    out = _alone(piece, fixture, "patch", f"letter={letter}")
     assert all(DIFF_LINE.match(s) for s in out.splitlines()), out
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_taintport_asks_for_the_fired_lines(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "patch", "taintport")
-    assert re.search(rf"^taintport: fired \w+ {re.escape(str(FIXTURES / case))}.c:{line}$",
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_taintport_asks_for_the_fired_lines(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "patch", "taintport")
+    assert re.search(rf"^taintport: fired \w+ {re.escape(str(fixture(f'{case}.c')))}:{line}$",
                      out, re.M)
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
-    assert re.search(rf"^{re.escape(str(FIXTURES / case))}.c:{line}:\S* .*missing",
-                     _alone(cocci, FIXTURES / f"{case}.c", "report"), re.M)
-    assert _alone(cocci, FIXTURES / f"{case}.res", "report") == ""
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_report_mode_names_file_and_line_and_is_quiet_when_fixed(piece, case, line):
+    assert re.search(rf"^{re.escape(str(fixture(f'{case}.c')))}:{line}:\S* .*missing",
+                     _alone(piece, fixture(f"{case}.c"), "report"), re.M)
+    assert _alone(piece, fixture(f"{case}.res"), "report") == ""
 
 
 def removed_lines(diff):
@@ -382,41 +431,41 @@ def removed_lines(diff):
     return removed
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_context_mode_marks_the_line_and_is_quiet_when_fixed(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "context")
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_context_mode_marks_the_line_and_is_quiet_when_fixed(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "context")
     assert out and all(DIFF_LINE.match(s) for s in out.splitlines()), out
     assert not [s for s in out.splitlines() if s.startswith("+") and not s.startswith("+++ ")]
-    assert (str(FIXTURES / f"{case}.c"), line) in removed_lines(out)
-    assert _alone(cocci, FIXTURES / f"{case}.res", "context") == ""
+    assert (str(fixture(f"{case}.c")), line) in removed_lines(out)
+    assert _alone(piece, fixture(f"{case}.res"), "context") == ""
 
 
-@pytest.mark.parametrize("cocci,case,line", ALONE, ids=[r[0] for r in ALONE])
-def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(cocci, case, line):
-    out = _alone(cocci, FIXTURES / f"{case}.c", "org")
-    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(FIXTURES / case))}.c::"
+@pytest.mark.parametrize("piece,case,line", ALONE, ids=[r[0] for r in ALONE])
+def test_org_mode_names_file_and_line_and_is_quiet_when_fixed(piece, case, line):
+    out = _alone(piece, fixture(f"{case}.c"), "org")
+    assert re.fullmatch(rf"\* TODO \[\[view:{re.escape(str(fixture(f'{case}.c')))}::"
                         rf"face=ovl-face1::linb={line}::colb=\d+::cole=\d+\]\[.*missing.*\]\]\n",
                         out), out
-    assert _alone(cocci, FIXTURES / f"{case}.res", "org") == ""
+    assert _alone(piece, fixture(f"{case}.res"), "org") == ""
 
 
 # A bit or a letter another flag owns: named in report and org, never patched.
 TAKEN = [
-    ("taint_unsigned_define.cocci", "define_bit-13-taken", (), 3,
+    ("define", "define_bit-13-taken", (), 3,
      "bit 13 belongs to TAINT_SOFTLOCKUP"),
-    ("taint_unsigned_letter.cocci", "letter_tnt", ("letter=W",), 11,
+    ("letter", "letter_tnt", ("letter=W",), 11,
      "letter 'W' already belongs to TAINT_WARN"),
 ]
 
 
-@pytest.mark.parametrize("cocci,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
-def test_a_taken_bit_or_letter_is_reported_and_never_patched(cocci, case, letter, line, owner):
-    path = FIXTURES / f"{case}.c"
-    report = _alone(cocci, path, "report", *letter)
-    org = _alone(cocci, path, "org", *letter)
+@pytest.mark.parametrize("piece,case,letter,line,owner", TAKEN, ids=[r[1] for r in TAKEN])
+def test_a_taken_bit_or_letter_is_reported_and_never_patched(piece, case, letter, line, owner):
+    path = fixture(f"{case}.c")
+    report = _alone(piece, path, "report", *letter)
+    org = _alone(piece, path, "org", *letter)
     assert f"{path}:{line}:" in report and owner in report
     assert f"linb={line}::" in org and owner in org
-    assert _alone(cocci, path, "patch", *letter) == ""
+    assert _alone(piece, path, "patch", *letter) == ""
 
 
 def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
@@ -424,11 +473,12 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     from taintport.tree import versions
     from taintport.layer.ships import check_ships
     from taintport.errors import InputError
-    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c")
+    tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c",
+                                SIX_ONE)
     bookworm = versions.select(["bookworm-6.1"])[0]
-    check_ships(bookworm, tree)  # ships unsigned only: agrees
+    check_ships(bookworm, tree)  # ships every fix but livepatch: agrees
     with pytest.raises(InputError) as caught:
-        check_ships(replace(bookworm, ships=("unsigned", "livepatch")), tree)
+        check_ships(replace(bookworm, ships=(*bookworm.ships, "livepatch")), tree)
     assert "bookworm-6.1.toml: ships says fix 'livepatch' is in bookworm-6.1" in str(caught.value)
     assert "livepatch missing at kernel/tracepoint.c:4" in str(caught.value)
     assert "the layer finds it missing in the fetched tree" in str(caught.value)
@@ -441,15 +491,16 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
 # piece is missing or something is in its way; patch mode: whether it
 # changes anything). Nothing in Python may decide otherwise.
 
-def _plain_each(cocci, paths, *defines):
+def _plain_each(piece, paths, *defines):
     """spatch's stdout for each file on its own, as coccicheck runs it (--dir:
     one file at a time), for files named <fixture>.c in a folder of copies."""
+    spec = fixes.SPEC[piece]
     with tempfile.TemporaryDirectory(prefix="taintport-plain-") as folder:
         for path in paths:
             shutil.copyfile(path, Path(folder) / f"{path.name}.c")
-        args = [a for d in defines for a in ("-D", d)]
+        args = [a for d in (*_defines(spec), *defines) for a in ("-D", d)]
         proc = subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file",
-                               REPO / "semantic-patches" / cocci, *args, "--very-quiet",
+                               SEMANTIC_PATCHES / spec.cocci, *args, "--very-quiet",
                                "--no-includes", "--include-headers", "--dir", folder],
                               capture_output=True, text=True, check=True)
         assert not [line for line in proc.stderr.splitlines()
@@ -457,24 +508,24 @@ def _plain_each(cocci, paths, *defines):
         return proc.stdout.replace(folder + "/", "")
 
 
-def _report_lines(cocci, files, letter):
+def _report_lines(piece, files, letter):
     """{fixture name: [(line, kind)]} of a plain report run; kind is "missing"
     when the message says the piece is missing, else "taken"."""
     found = {}
-    out = _plain_each(cocci, files, "report", f"letter={letter}")
+    out = _plain_each(piece, files, "report", f"letter={letter}")
     for name, line, message in re.findall(r"^(\S+?)\.c:(\d+):\S+ (.*)$", out, re.M):
         kind = "missing" if " missing" in message else "taken"
         found.setdefault(name, []).append((int(line), kind))
     return found
 
 
-def _patched(cocci, files, letter):
+def _patched(piece, files, letter):
     """The fixture names a plain patch run changes."""
-    out = _plain_each(cocci, files, "patch", f"letter={letter}")
+    out = _plain_each(piece, files, "patch", f"letter={letter}")
     return {name for name in re.findall(r"^--- (?:a/)?(\S+?)\.c$", out, re.M)}
 
 
-FIXTURE_INPUTS = INPUTS + sorted(FIXTURES.glob("*.res"))
+FIXTURE_INPUTS = INPUTS + RESULTS
 
 
 def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
@@ -485,8 +536,8 @@ def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
     for letter, paths in by_letter.items():
         plain = {}
         for spec in (s for s in fixes.PIECES if s.cocci):
-            plain[spec.name] = (_report_lines(spec.cocci, paths, letter),
-                                _patched(spec.cocci, paths, letter))
+            plain[spec.name] = (_report_lines(spec.name, paths, letter),
+                                _patched(spec.name, paths, letter))
         for n, path in enumerate(paths):
             piece = fixes.SPEC[_outcome(path)[1]]
             tree = tmp_path / f"{letter}{n}"
@@ -510,3 +561,37 @@ def test_inspect_and_plain_spatch_agree_on_every_fixture(tmp_path):
                     assert said == [] and path.name not in patched, where
                 checked += 1
     assert checked >= len(FIXTURE_INPUTS)
+
+
+# ------------------------------------------ the one check that is not SmPL's
+
+def test_every_piece_is_judged_by_smpl_or_its_record_says_why_not():
+    """A piece without a semantic patch is the exception its record names."""
+    for spec in fixes.PIECES:
+        assert bool(spec.cocci) != bool(spec.not_smpl), spec.name
+        assert (spec.judge is None) == bool(spec.cocci), spec.name
+
+
+def test_plain_spatch_cannot_see_the_pieces_smpl_does_not_judge(tmp_path):
+    """The reason holds: spatch, given the piece's fixture with a rule that
+    matches any initializer entry, finds nothing in the #define body, while
+    the record's rule judges every fixture."""
+    rule = tmp_path / "any.cocci"
+    rule.write_text("@r@\nexpression E;\nposition p;\n@@\n (1UL << E)@p\n\n"
+                    "@script:python@\np << r.p;\n@@\nprint(\"seen\", p[0].line)\n")
+    plain = tmp_path / "plain.c"
+    plain.write_text("int x = (1UL << TAINT_CRAP);\n")  # the rule does see code
+
+    def seen(path):
+        return "seen" in subprocess.run(["spatch", *spatch.SPATCH_PYTHON, "--sp-file", rule,
+                                         "--very-quiet", "--no-includes", "--include-headers",
+                                         path], capture_output=True, text=True,
+                                        check=True).stdout
+    assert seen(plain)
+    for spec in (s for s in fixes.PIECES if s.not_smpl):
+        cases = [p for p in INPUTS + RESULTS if _outcome(p)[1] == spec.name]
+        assert cases, spec.name
+        for case in cases:
+            assert not seen(case), case
+            assert spec.judge is not None and spec.judge(case.read_text(), spec.paths[0],
+                                                         {"letter": "E"}) is not None, case

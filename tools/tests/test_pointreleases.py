@@ -16,8 +16,9 @@ def test_every_offered_version_gets_a_line(tmp_path):
     outcomes = {o.version: o for o in pointreleases.check_all(cache, [template],
                                                                tmp_path / "log")}
     assert set(outcomes) == {"9.9.1-1", "9.9.2-1"}
-    # 3.10-shaped trees: no TAINT_LIVEPATCH, so that fix cannot apply
-    assert outcomes["9.9.2-1"].verdict == "unsigned: already upstream; livepatch: not applicable"
+    # 3.10-shaped trees: no TAINT_TEST, no TAINT_LIVEPATCH, so those fixes cannot apply
+    assert outcomes["9.9.2-1"].verdict == ("unsigned: already upstream; test: not applicable; "
+                                           "livepatch: not applicable")
     assert outcomes["9.9.1-1"].verdict.startswith("unsigned: carried define, letter, sigcheck")
     # only the pinned .deb is kept in the cache
     assert [d.name for d in cache.debs().glob("*.deb")] == [fixed.name]
@@ -33,7 +34,7 @@ def test_a_cache_path_is_never_run_by_a_shell(tmp_path, monkeypatch):
     outcomes = list(pointreleases.check_all(cache, [version(archive, "9.9.2-1", sha(fixed))],
                                             tmp_path / "log"))
     assert [o.verdict for o in outcomes] == [
-        "unsigned: already upstream; livepatch: not applicable"]
+        "unsigned: already upstream; test: not applicable; livepatch: not applicable"]
     assert not list(tmp_path.rglob("PWNED"))
 
 

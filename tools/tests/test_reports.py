@@ -11,6 +11,7 @@ tracing's acceptance of it).
 """
 import copy
 import dataclasses
+import datetime
 import hashlib
 import io
 import json
@@ -317,6 +318,27 @@ def test_summary_counts_like_lkft(bookworm, trixie):
         total=79, passed=76, failed=0, errors=0, xfail=3)
     assert summary.counts(trixie.cells) == summary.Counts(
         total=238, passed=155, failed=4, errors=79, xfail=0)
+    # Debian's binary cannot load a module signed with our key: 9 declared skips
+    assert summary.counts([cell(bookworm, "shipped")]) == summary.Counts(
+        total=80, passed=68, failed=0, errors=0, skipped=9, xfail=3)
+
+
+@pytest.mark.parametrize("results", [BOOKWORM, TRIXIE], ids=lambda f: f.name)
+def test_totals_add_up_in_summary_and_page(results):
+    """Every check is counted once: pass + fail + error + skip + xfail is the
+    total, in summary.md and in index.html's header (the bookworm sample's 9
+    declared skips were missing: 367 + 22 of 398)."""
+    doc = folder.load_matrix(results)
+    counts = summary.counts(doc.cells)
+    assert counts.total == sum(len(c.checks) for c in doc.cells)
+    assert sum(counts[1:]) == counts.total
+    line = re.search(r"^\* (total: .*)$", summary.render(doc), re.M).group(1)
+    header = re.search(r'<p class="counts">.*checks: ([^<]*)</p>',
+                       htmlpage.render(doc, results, folder.read_log)).group(1)
+    for text in (line, header):
+        numbers = dict((k, int(v)) for k, v in re.findall(r"(\w+): (\d+)", text))
+        assert set(numbers) == {"total", "pass", "fail", "error", "skip", "xfail"}, text
+        assert sum(numbers.values()) == 2 * numbers["total"], text
 
 
 def test_summary_puts_unexpected_and_error_first(trixie):
@@ -327,7 +349,7 @@ def test_summary_puts_unexpected_and_error_first(trixie):
     assert attention.index("backported: UNEXPECTED") < attention.index("reverted: ERROR")
     assert "unsigned.events_present: expected ok, observed not ok" in attention
     assert "Kernel panic - not syncing" in attention
-    assert "* total: 238, pass: 155, fail: 4, error: 79, xfail: 0" in text
+    assert "* total: 238, pass: 155, fail: 4, error: 79, skip: 0, xfail: 0" in text
     assert "trixie-6.12  6.12.117-1  3/3 variants" in text
     assert "exit 2 (the run itself broke)" in text.splitlines()[0]
 
@@ -434,6 +456,55 @@ def test_html_cells_that_need_a_human_come_first_and_open(merged):
     assert order[:2] == ["cell-trixie-6.12-backported", "cell-trixie-6.12-reverted"]
     assert re.search(r'id="cell-trixie-6.12-reverted" open>', text)
     assert re.search(r'id="cell-bookworm-6.1-upstream">', text), "clean cells stay closed"
+
+
+class FixTable(HTMLParser):
+    """The "Fixes of the family" table: {(fix, variant): (class, text)}."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.states, self.at = {}, None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "td" and "data-fix" in attrs:
+            self.at = (attrs["data-fix"], attrs["data-variant"])
+            self.states[self.at] = (attrs["class"], "")
+
+    def handle_data(self, data):
+        if self.at:
+            self.states[self.at] = (self.states[self.at][0], self.states[self.at][1] + data)
+
+    def handle_endtag(self, tag):
+        if tag == "td":
+            self.at = None
+
+
+def test_html_fix_table_is_green_only_where_the_checks_passed(trixie, bookworm):
+    """trixie's backported cell carries both fixes but is unexpected
+    (unsigned.events_present not ok): its unsigned column is no green
+    "carried"; its livepatch column, whose checks passed, is. The reverted
+    cell broke: neither state is shown. The table's text is padded."""
+    states = FixTable(htmlpage.render(trixie, TRIXIE, folder.read_log)).states
+    assert states[("unsigned", "backported")] == ("fix-contradicted",
+                                                  "carried, but 3 of its checks failed")
+    assert states[("livepatch", "backported")] == ("fix-carried", "carried")
+    assert states[("unsigned", "upstream")] == ("fix-present", "present")
+    assert states[("unsigned", "reverted")] == ("fix-unknown", "reconstructed, not shown")
+    assert re.search(r"trixie-6.12\s+unsigned\s+present\s+reconstructed, not shown\s+"
+                     r"carried, but 3 of its checks failed\n", summary.render(trixie))
+    # what a run that broke afterwards observed is not trusted, even all ok
+    broke = dataclasses.replace(cell(trixie, "upstream"), status=Status.ERROR,
+                                errors=["no end marker: the KTAP output was cut short"])
+    states = FixTable(htmlpage.render(Matrix(cells=[broke]), TRIXIE, folder.read_log)).states
+    assert set(states.values()) == {("fix-unknown", "present, not shown")}
+    green = {k for k, (cls, _) in FixTable(htmlpage.render(
+        bookworm, BOOKWORM, folder.read_log)).states.items() if cls in ("fix-carried",
+                                                                         "fix-present")}
+    assert len(green) == 6, "bookworm: every fixed tree showed its fix"
+    padding = re.search(r"\.grid\.fixes th, \.grid\.fixes td \{ padding: (\d+)px", htmlpage.CSS)
+    assert padding and int(padding.group(1)) > 0
 
 
 def test_html_shows_only_patches_with_the_runs_checksum(tmp_path, bookworm):
@@ -606,15 +677,126 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     assert doc.exit_code == 0
     page = htmlpage.render(doc, BOOKWORM, folder.read_log)
     assert 'class="known"' in page and "livepatch module tainted K" in page
-    assert '<td class="known-bug"' in page and '<td class="fix-missing">missing</td>' in page
+    assert '<td class="known-bug"' in page
+    # in the cell's checks, the three that show the bug are marked so
+    assert len(re.findall(r'<td class="known" title="livepatch\.\w+: known bug as shipped: '
+                          r'livepatch missing \(upstream e7bb66f79a7b\)">not ok</td>', page)) == 6
+    assert "3 show the known bug" in page
+    assert re.search(r'<td class="fix-missing" data-fix="livepatch" data-variant="upstream" '
+                     r'title="[^"]*">missing</td>', page)
     xml = ET.fromstring(junit.render(doc))
     suite = next(s for s in xml if s.get("name") == "bookworm-6.1.upstream")
     props = {p.get("name"): p.get("value") for p in suite.find("properties")}
     assert props["status"] == "known-bug" and props["fix.livepatch"] == "missing"
-    assert suite.get("failures") == "0"
     test = next(t for t in kcidb.report(doc, WHERE)["tests"]
                 if t["id"] == "taintport:bookworm-6.1:upstream")
-    assert test["status"] == "PASS" and test["misc"]["fixes"]["livepatch"] == "missing"
+    assert test["misc"]["fixes"]["livepatch"] == "missing"
+
+
+LIVEPATCH_BUG = ["livepatch.events_present", "livepatch.event_fires",
+                 "livepatch.log_no_bad_taint"]
+
+
+def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
+    """bookworm-6.1 as shipped lacks livepatch: upstream's and shipped's
+    verdicts and the checks that show the bug are FAIL, each linked by a
+    present incident to one issue (the fix, the code its culprit, the upstream
+    commit its report); the rest of the cells' checks stay PASS (or SKIP)."""
+    view = kcidb.report(bookworm, WHERE)
+    commit = "e7bb66f79a7b19a47b3eff745ea9f7ba1ae76032"
+    issue, = view["issues"]
+    assert issue["id"] == "taintport:bookworm-6.1:livepatch"
+    # KCIDB triages an issue's highest version: the run's start, a later run's higher
+    started = datetime.datetime.fromisoformat(bookworm.started.replace("Z", "+00:00"))
+    assert issue["version"] == int(started.timestamp()) > 0
+    assert issue["culprit"] == {"code": True, "tool": False, "harness": False}
+    assert issue["report_url"] == ("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/"
+                                   f"linux.git/commit/?id={commit}")
+    assert issue["test_status"] == "FAIL"
+    assert "livepatch module tainted K" in issue["comment"] and "6.1.176-1" in issue["comment"]
+    assert issue["misc"]["uploads"] == ["6.1.176-1"]
+    assert issue["misc"]["cells"] == ["upstream", "shipped"]
+    tests = {t["id"]: t for t in view["tests"]}
+    failing = sorted(i for i, t in tests.items() if t["status"] == "FAIL")
+    shown = sorted(f"taintport:bookworm-6.1:{variant}{check}" for variant in ("upstream", "shipped")
+                   for check in ["", *(":" + c for c in LIVEPATCH_BUG)])
+    assert failing == shown
+    linked = {i["test_id"]: i for i in view["incidents"]}
+    assert sorted(linked) == shown and len(view["incidents"]) == len(shown)
+    assert {(i["issue_id"], i["issue_version"], i["present"]) for i in linked.values()} == \
+        {(issue["id"], issue["version"], True)}
+    assert not any("waived" in t for t in view["tests"]), "waived is for unreliable tests"
+    assert tests["taintport:bookworm-6.1:upstream:livepatch.event_fires"]["comment"] == \
+        "livepatch.event_fires: known bug as shipped: livepatch missing (upstream e7bb66f79a7b)"
+    assert tests["taintport:bookworm-6.1:reverted:livepatch.event_fires"]["status"] == "PASS", \
+        "the negative control's bug is the tree taintport made, no known bug"
+    assert bookworm.exit_code == 0
+
+
+def test_a_known_bugs_issue_names_the_releases_whose_users_have_it(bookworm):
+    """A run that recorded where each upload came from: the issue says which
+    release's users run the tree, with the upload."""
+    doc = copy.deepcopy(bookworm)
+    for c in doc.cells:
+        c.inputs.release, c.inputs.suite = "bookworm", "bookworm-security"
+    issue, = kcidb.report(doc, WHERE)["issues"]
+    assert issue["comment"].endswith("livepatch module tainted K, its trace events missing; "
+                                     "the users of bookworm (bookworm-security 6.1.176-1) "
+                                     "have it")
+    assert issue["misc"]["users"] == {"bookworm": ["bookworm-security 6.1.176-1"]}
+
+
+def test_a_later_run_gives_a_known_bugs_issue_a_higher_version(bookworm):
+    later = copy.deepcopy(bookworm)
+    later.started = "2026-12-05T04:11:44Z"
+    version = kcidb.report(bookworm, WHERE)["issues"][0]["version"]
+    assert kcidb.report(later, WHERE)["issues"][0]["version"] == version + 86400
+    for started in (None, "yesterday"):
+        later.started = started
+        view = kcidb.report(later, WHERE)
+        assert view["issues"][0]["version"] == 0
+        assert {i["issue_version"] for i in view["incidents"]} == {0}
+
+
+def test_a_known_bug_is_not_passed_in_junit_and_fails_nothing(bookworm):
+    """The same checks in junit.xml: <skipped type="known-bug"> naming the fix,
+    so Jenkins and GitLab show them as not passed and no failure marks the
+    build unstable; every other case of those suites is as before."""
+    root = ET.fromstring(junit.render(bookworm))
+    message = "known bug as shipped: livepatch missing (upstream e7bb66f79a7b)"
+    for variant in ("upstream", "shipped"):
+        suite = root.find(f"testsuite[@name='bookworm-6.1.{variant}']")
+        known = [case.get("name") for case in suite.iter("testcase")
+                 if case.find(f"skipped[@type='{junit.KNOWN_BUG}']") is not None]
+        assert known == ["verdict", *LIVEPATCH_BUG], variant
+        assert {s.get("message") for s in suite.iter("skipped")
+                if s.get("type") == junit.KNOWN_BUG} == {message}
+        assert suite.get("failures") == "0" and suite.get("errors") == "0"
+        declared = sum(1 for c in cell(bookworm, variant).checks if c.declared_skip)
+        assert suite.get("skipped") == str(1 + len(LIVEPATCH_BUG) + declared)
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    reverted = root.find("testsuite[@name='bookworm-6.1.reverted']")
+    assert reverted.get("skipped") == "0"
+
+
+def test_each_missing_fix_has_its_issue_and_links_only_its_checks(bookworm):
+    """A tree as shipped that lacks two fixes (bookworm's upstream with the
+    unsigned fix missing too, its checks as the reverted tree showed them):
+    two issues, and each check linked to the fix whose xfail names it."""
+    two = copy.deepcopy(cell(bookworm, "upstream"))
+    two.fixes = {fix: FixState.MISSING for fix in two.fixes}
+    two.checks = copy.deepcopy(cell(bookworm, "reverted").checks)
+    view = kcidb.report(Matrix(cells=[two]), WHERE)
+    assert [i["id"] for i in view["issues"]] == [f"taintport:bookworm-6.1:{fix}"
+                                                 for fix in two.fixes]
+    by_fix = {}
+    for incident in view["incidents"]:
+        by_fix.setdefault(incident["issue_id"].rpartition(":")[2], []).append(
+            incident["test_id"].rpartition(":")[2])
+    xfail = verdict.load(tuple(two.fixes)).xfail
+    for fix, tests in by_fix.items():
+        assert tests[0] == "upstream", "the verdict test shows every missing fix"
+        assert set(tests[1:]) == xfail[fix], fix
 
 
 def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from taintport import cache
+from taintport import atomic, cache
 from taintport.cache import Cache
-from taintport.errors import InputError
+from taintport.errors import InputError, OutputError
 from taintport.judge import verdict
-from taintport.results import folder, report, schema
+from taintport.results import folder, render, report, schema
 from taintport.run import matrix, sources
 from taintport.tree import series, variants, versions
 
@@ -66,6 +66,24 @@ def test_report_refuses_a_log_path_outside_the_folder(tmp_path, path, taintport)
     assert listing(run) == before, "nothing written"
 
 
+@pytest.mark.parametrize("key", ["console", "build"])
+def test_an_absolute_log_path_is_refused_even_inside_the_folder(tmp_path, key):
+    """An absolute path that leads into the folder today leads elsewhere once
+    the folder is copied (a CI artifact, a merge): only relative paths are read."""
+    run = tmp_path / "run"
+    console = run / "bookworm-6.1" / "upstream" / "console.log"
+    run = edited(tmp_path, lambda doc: doc["cells"][0]["logs"].update({key: str(console)}))
+    with pytest.raises(InputError, match=rf"matrix.json: cells\[0\].logs.{key}: expected a "
+                       "relative path under the results folder"):
+        folder.load_matrix(run)
+    cell = run / "bookworm-6.1" / "upstream" / "cell.json"
+    doc = json.loads(cell.read_text())
+    doc["logs"][key] = str(console)
+    cell.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=rf"cell.json: cell.logs.{key}: expected a relative"):
+        folder.read_cell(cell)
+
+
 def test_report_refuses_a_log_linked_outside_the_folder(tmp_path, taintport):
     run = edited(tmp_path, lambda doc: None)
     console = run / "bookworm-6.1" / "upstream" / "console.log"
@@ -93,6 +111,19 @@ def test_merge_refuses_a_version_that_is_a_path(tmp_path, taintport):
     proc = taintport("report", "merge", job, TRIXIE, "--out", out)
     refused(proc, "cells[0].version", "'../payload'")
     assert not (tmp_path / "ci").exists(), "nothing written, in --out or beside it"
+
+
+def test_merge_refuses_a_version_name_longer_than_a_file_name(tmp_path, taintport):
+    """5,000 characters: ENAMETOOLONG at the first folder merge made, a traceback."""
+    long = "b" * 5000
+    job = edited(tmp_path, lambda doc: [cell.update(version=long) for cell in doc["cells"]],
+                 name="job")
+    (job / "bookworm-6.1").rename(job / ("b" * 255))
+    out = tmp_path / "merged"
+    refused(taintport("report", "merge", job, "--out", out), "cells[0].version: 'bbbb",
+            "(5002 characters as written) is not a version name")
+    assert not out.exists()
+    refused(taintport("report", job), "cells[0].version", "is not a version name")
 
 
 def test_merge_copies_no_link_into_the_merged_folder(tmp_path, taintport):
@@ -303,6 +334,49 @@ def test_what_strict_json_refuses_is_an_error_naming_file_and_field(tmp_path, ho
     refused_by_every_reader(tmp_path, run, taintport, field, what)
 
 
+def surrogate_in(tmp_path, place):
+    """A copy of the fixture whose matrix.json holds "\\ud800" (valid JSON) at place."""
+    def edit(doc):
+        cell = doc["cells"][0]
+        cell.update(status="error", errors=["@"])
+        doc["exit_code"] = 2
+        if place == "diagnostics":
+            cell["checks"][0]["diagnostics"] = ["@"]
+            cell["errors"] = ["broken"]
+        elif place == "key":
+            cell["inputs"]["@"] = 1
+            cell["errors"] = ["broken"]
+    run = edited(tmp_path, edit, name=f"run-{place}")
+    text = (run / "matrix.json").read_text()
+    (run / "matrix.json").write_text(text.replace('"@"', '"\\ud800"', 1))
+    return run
+
+
+@pytest.mark.parametrize("place, where", [
+    ("errors", "cells[0].errors[0]"),
+    ("diagnostics", "cells[0].checks[0].diagnostics[0]"),
+    ("key", r"cells[0].inputs.\ud800 (its key)"),
+])
+def test_a_lone_surrogate_is_refused_before_anything_is_written(tmp_path, place, where,
+                                                                 taintport):
+    """json.loads lets "\\ud800" through, no UTF-8 file holds it: report had
+    rewritten three files when it found out, merge left a half --out."""
+    run = surrogate_in(tmp_path, place)
+    assert "\\ud800" in (run / "matrix.json").read_text()
+    (run / "junit.xml").write_text("the reports of before\n")
+    before = listing(run)
+    message = f"matrix.json: {where}: a \\u escape of half a UTF-16 surrogate pair"
+    refused(taintport("report", run), message)
+    assert listing(run) == before, "nothing rewritten"
+    out = tmp_path / "merged"
+    refused(taintport("report", "merge", TRIXIE, run, "--out", out), message)
+    assert not out.exists()
+    paired = edited(tmp_path, lambda doc: doc["cells"][0].update(errors=["\U0001f600"]),
+                    name="paired")  # json.dumps writes it as a pair: \\ud83d\\ude00
+    assert "\\ud83d\\ude00" in (paired / "matrix.json").read_text()
+    assert folder.load_matrix(paired).cells[0].errors == ["\U0001f600"]
+
+
 def test_resume_of_a_cell_holding_nan_names_the_field(tmp_path, taintport):
     run = tmp_path / "run"
     shutil.copytree(BOOKWORM, run)
@@ -326,6 +400,11 @@ def test_a_string_past_the_limit_is_refused_and_never_written(tmp_path, taintpor
     folder.write_cell(tmp_path / "out", cell)
     back = folder.read_cell(tmp_path / "out" / cell.version / cell.variant.name / "cell.json")
     assert len(back.errors[0]) <= schema.MAX_STRING and back.errors[0].endswith("cut]")
+    # and so does the matrix.json a run writes as each cell ends, its KCIDB view too
+    doc = folder.load_matrix(BOOKWORM)
+    doc.cells[0].errors = ["e" * 30_000_000]
+    folder.write_document(tmp_path / "out", doc)
+    assert (tmp_path / "out" / "matrix.json").stat().st_size < 4 * schema.MAX_STRING
 
 
 def test_a_file_past_its_limit_is_refused(tmp_path, monkeypatch):
@@ -397,6 +476,157 @@ def test_reports_stay_within_a_few_times_the_input(tmp_path, taintport):
         assert all(len(e.get("message")) < 300 for e in suite.iter("error"))
 
 
+# 6b. what taintport writes, it reads back: one cap for both
+
+def test_fifty_five_error_strings_of_1_mb_make_a_folder_report_reads_back(tmp_path, taintport):
+    """matrix.json of 58 MB, under the cap: report rewrote it at twice that (the
+    KCIDB view holds the errors again), and then refused it."""
+    def edit(doc):
+        for i in range(55):
+            cell = doc["cells"][i % len(doc["cells"])]
+            cell["status"] = "error"
+            cell["errors"] = cell.get("errors", []) + [chr(ord("a") + i % 26) * 1_000_000]
+        doc["exit_code"] = 2
+    run = edited(tmp_path, edit)
+    assert 55_000_000 < (run / "matrix.json").stat().st_size <= folder.MAX_JSON
+    proc = taintport("report", run)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("matrix.json", "junit.xml", "summary.md", "index.html"):
+        assert (run / name).stat().st_size <= 12_000_000, name
+    doc = folder.load_matrix(run)
+    for cell in doc.cells:
+        assert sum(len(line) + 1 for line in cell.errors) <= schema.MAX_STRING
+        assert cell.errors[-1].endswith("errors, panic lines and diagnostics, cut]")
+    assert taintport("report", run).returncode == 0, "and again"
+
+
+def test_a_report_larger_than_the_reader_takes_is_never_written(tmp_path, monkeypatch):
+    run = edited(tmp_path, lambda doc: None)
+    (run / "junit.xml").write_text("the reports of before\n")
+    before = listing(run)
+    doc = folder.load_matrix(run)
+    monkeypatch.setattr(folder, "MAX_JSON", len(folder.document(run, doc).encode()) - 1)
+    with pytest.raises(OutputError, match=r"matrix.json: would be \d+ bytes, more than the "
+                       r"\d+ taintport reads of a results file; nothing written"):
+        render.publish(run, doc, with_document=True)
+    assert listing(run) == before
+    with pytest.raises(OutputError, match="matrix.json: would be"):
+        folder.write_document(run, doc)
+    assert listing(run) == before
+    # the page, rendered last: no report is written before it is refused
+    page = render.reports(run, doc)["index.html"]
+    monkeypatch.setattr(folder, "MAX_JSON", len(page.encode()) - 1)
+    with pytest.raises(OutputError, match="index.html: would be"):
+        render.publish(run, doc)
+    assert listing(run) == before
+
+
+def sparse(path, size):
+    """path as a file of size bytes, all of it a hole but its last line."""
+    with open(path, "wb") as handle:
+        handle.truncate(size - 32)
+        handle.seek(size - 32)
+        handle.write(b"\n" + b"the last line of the log".ljust(30) + b"\n")
+    assert path.stat().st_blocks * 512 < 1 << 20
+
+
+def test_merge_copies_the_end_of_a_sparse_log_saying_so(tmp_path, taintport):
+    """A console.log of 1 GiB on 12 KB of disk was copied as 1.1 GB of real disk."""
+    job = edited(tmp_path, lambda doc: None, name="job")
+    sparse(job / "bookworm-6.1" / "upstream" / "console.log", 1 << 30)
+    out = tmp_path / "merged"
+    proc = taintport("report", "merge", job, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    copy = out / "bookworm-6.1" / "upstream" / "console.log"
+    assert copy.stat().st_size <= folder.MAX_LOG + 200
+    text = copy.read_text()
+    assert text.startswith(f"[taintport: the first {(1 << 30) - 31} bytes "
+                           f"of console.log left out: taintport keeps the last "
+                           f"{folder.MAX_LOG} bytes of a log]\n")
+    assert text.endswith("the last line of the log      \n")
+    used = sum(p.stat().st_blocks * 512 for p in out.rglob("*") if p.is_file())
+    assert used < 4 * folder.MAX_LOG
+    assert (out / "index.html").stat().st_size < 8 * folder.MAX_LOG
+
+
+def test_the_page_shares_its_log_budget_among_the_cells(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    cells = folder.load_matrix(run).cells
+    for cell in cells:
+        (run / cell.logs.ktap).unlink(missing_ok=True)
+        (run / cell.logs.ktap).write_text("KTAP version 1\n" + "# x\n" * 3_000_000)
+    assert taintport("report", run).returncode == 0
+    limit = folder.page_log_limit(len(cells))
+    assert limit < folder.MAX_LOG
+    assert (run / "index.html").stat().st_size < len(cells) * limit + 4 * 1_000_000
+    assert "bytes of ktap.txt left out" in (run / "index.html").read_text()
+
+
+# 6c. where the folder is published
+
+FIXTURE_BASE = "https://artifacts.example.org/taintport-fixtures/bookworm-6.1/"
+
+
+def log_urls(run):
+    return [b["log_url"] for b in json.loads((run / "matrix.json").read_text())["kcidb"]["builds"]]
+
+
+def test_report_keeps_the_https_urls_the_folder_was_published_at(tmp_path, taintport, monkeypatch):
+    assert "TAINTPORT_ARTIFACTS_URL" not in os.environ
+    run = edited(tmp_path, lambda doc: None)
+    before = log_urls(run)
+    assert all(url.startswith(FIXTURE_BASE) for url in before)
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run) == before, "not rewritten to file://"
+    assert taintport("report", run, "--artifacts-url", "https://ci.example.org/job/7/"
+                     ).returncode == 0
+    assert log_urls(run)[0] == "https://ci.example.org/job/7/bookworm-6.1/upstream/build.log"
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run)[0] == "https://ci.example.org/job/7/bookworm-6.1/upstream/build.log"
+    monkeypatch.setenv("TAINTPORT_ARTIFACTS_URL", "https://env.example.org/x")
+    assert within(60, "report", run, tmp_path=tmp_path).returncode == 0
+    assert log_urls(run)[0] == "https://env.example.org/x/bookworm-6.1/upstream/build.log"
+
+
+def test_report_makes_file_urls_of_a_folder_published_nowhere(tmp_path, taintport):
+    assert "TAINTPORT_ARTIFACTS_URL" not in os.environ
+    run = edited(tmp_path, lambda doc: doc.pop("kcidb"))
+    assert taintport("report", run).returncode == 0
+    assert log_urls(run)[0] == (run / "bookworm-6.1/upstream/build.log").resolve().as_uri()
+    moved = run.rename(tmp_path / "moved")
+    assert taintport("report", moved).returncode == 0
+    assert log_urls(moved)[0] == (moved / "bookworm-6.1/upstream/build.log").resolve().as_uri()
+
+
+@pytest.mark.parametrize("url", ["https://user:s3cret@ci.example.org/job/7/",
+                                 "https://s3cret@ci.example.org/", "http://:s3cret@h/"])
+def test_an_artifacts_url_with_credentials_is_refused_and_not_repeated(tmp_path, url, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    before = listing(run)
+    for args in (("report", run), ("report", "kcidb", run),
+                 ("report", "merge", run, "--out", tmp_path / "merged")):
+        proc = taintport(*args, "--artifacts-url", url)
+        refused(proc, "--artifacts-url: ", "holds a user name or password", "***@")
+        assert "s3cret" not in proc.stderr + proc.stdout
+        assert listing(run) == before, args
+    assert not (tmp_path / "merged").exists()
+    # a folder whose view was published with them: named, not copied on
+    text = (run / "matrix.json").read_text().replace(FIXTURE_BASE,
+                                                     url.rstrip("/") + "/fixtures/")
+    (run / "matrix.json").write_text(text)
+    before = listing(run)
+    proc = taintport("report", run)
+    refused(proc, "matrix.json: kcidb.builds[].log_url: ", "holds a user name or password")
+    assert "s3cret" not in proc.stderr and listing(run) == before
+
+
+def test_a_view_under_two_bases_is_refused(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: doc["kcidb"]["builds"][1].update(
+        log_url="https://other.example.org/" + doc["cells"][1]["logs"]["build"]))
+    refused(taintport("report", run), "log URLs under 2 different bases")
+    assert taintport("report", run, "--artifacts-url", "https://x.example.org/").returncode == 0
+
+
 # 7. merge's --out: new or empty, none of the inputs, one writer
 
 def test_merge_refuses_an_out_that_holds_another_run(tmp_path, taintport):
@@ -450,6 +680,93 @@ def test_two_merges_into_one_out_lose_no_cell(tmp_path):
             [c.where for c in folder.load_matrix(BOOKWORM).cells]
 
 
+# 7b. killed at a rename: a rerun finishes the job, and nothing is half-written
+
+def under_strace(tmp_path, kill_at, *args):
+    """tools/taintport with SIGKILL injected at its kill_at-th rename(2) (none:
+    None), and the count of renames it made."""
+    env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"))
+    trace = tmp_path / "strace.out"
+    inject = ["-e", f"inject=rename:signal=KILL:when={kill_at}"] if kill_at else []
+    proc = subprocess.run(["strace", "-f", "-qq", "-o", str(trace), "-e", "trace=rename",
+                           *inject, sys.executable, str(REPO / "tools" / "taintport"),
+                           *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env=env)
+    return proc, trace.read_text().count("rename(")
+
+
+def kill_points(count):
+    return sorted({1, 2, count // 4, count // 2, 3 * count // 4, count - 1, count} - {0})
+
+
+def temps(folder_):
+    return [p for p in Path(folder_).rglob("*") if atomic.target_of(p.name)]
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (tools/install-deps)")
+def test_a_report_killed_at_a_rename_leaves_temps_a_rerun_removes(tmp_path):
+    run = edited(tmp_path, lambda doc: None)
+    _, count = under_strace(tmp_path, None, "report", run)
+    assert count >= 4, "matrix.json and three reports, at least"
+    left = 0
+    for kill_at in kill_points(count):
+        proc, _ = under_strace(tmp_path, kill_at, "report", run)
+        assert proc.returncode != 0
+        left += len(temps(run))
+        folder.load_matrix(run)  # each file is the old one or the new one, whole
+    assert left, "SIGKILL at a rename leaves its temp file"
+    proc, _ = under_strace(tmp_path, None, "report", run)
+    assert proc.returncode == 0 and not temps(run)
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (tools/install-deps)")
+def test_a_merge_killed_at_any_rename_leaves_no_half_out(tmp_path):
+    """A killed merge left --out with 18 files and no matrix.json: now the
+    merge is made beside it and renamed into place, and a rerun cleans up."""
+    out = tmp_path / "ci" / "merged"
+    whole = tmp_path / "whole"
+    proc, count = under_strace(tmp_path, None, "report", "merge", BOOKWORM, "--out", whole)
+    assert proc.returncode == 0 and count > 20
+    expected = sorted(str(p.relative_to(whole)) for p in whole.rglob("*"))
+    for kill_at in kill_points(count):
+        proc, _ = under_strace(tmp_path, kill_at, "report", "merge", BOOKWORM, "--out", out)
+        assert proc.returncode != 0, kill_at
+        if kill_at < count:
+            assert not out.exists(), f"killed at rename {kill_at} of {count}"
+        else:
+            assert not out.exists() or folder.load_matrix(out).cells
+            shutil.rmtree(out, ignore_errors=True)
+    assert any(p.name.startswith(".merged.taintport-merge-") for p in out.parent.iterdir())
+    proc, _ = under_strace(tmp_path, None, "report", "merge", BOOKWORM, "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == expected
+    assert [p.name for p in out.parent.iterdir() if p.name != out.name] == [cache.SCRATCH_LOCK]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~cache.UMASK
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_merge_refuses_an_out_it_cannot_rename_into_place(tmp_path, name):
+    cwd = tmp_path / "empty" / "here"
+    cwd.mkdir(parents=True)
+    proc = subprocess.run([sys.executable, str(REPO / "tools" / "taintport"), "report", "merge",
+                           str(BOOKWORM), "--out", name], capture_output=True, text=True,
+                          cwd=cwd, timeout=120,
+                          env=dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache")))
+    refused(proc, f"--out {name}: name the folder itself")
+    assert not list(cwd.iterdir()) and sorted(p.name for p in cwd.parent.iterdir()) == ["here"]
+
+
+def test_report_refuses_a_folder_a_run_is_writing(tmp_path, taintport):
+    run = edited(tmp_path, lambda doc: None)
+    with open(run / folder.LOCK, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write("pid 4242\n")
+        lock.flush()
+        before = listing(run)
+        refused(taintport("report", run), "pid 4242 is writing this results folder")
+        assert listing(run) == before
+
+
 # 8. a write the disk refuses: a clear error, and nothing lost
 
 @pytest.fixture
@@ -500,7 +817,7 @@ def test_merge_onto_a_full_disk_leaves_its_out_empty(small_disk, taintport):
 
 
 def test_a_file_written_whole_has_the_users_mode_and_nothing_beside(tmp_path, monkeypatch):
-    """cache.write_atomic is journal.replace_file with the user's umask (read
+    """cache.write_atomic is atomic.replace_file with the user's umask (read
     once at import): a results file others may read, not journal's 0644 for a
     tree's files nor mkstemp's 0600."""
     monkeypatch.setattr(cache, "UMASK", 0o002)
@@ -517,9 +834,10 @@ def test_a_read_only_folder_is_a_clear_error(small_disk, taintport):
     shutil.copytree(BOOKWORM, run)
     before = contents(run)
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    refused(taintport("report", run), f"{run}/", "Read-only file system")
+    refused(taintport("report", run), f"{run}: cannot hold the results folder: "
+            "Read-only file system")
     refused(taintport("report", "merge", BOOKWORM, "--out", small_disk / "merged"),
-            "cannot hold the results folder: Read-only file system")
+            f"{small_disk}: cannot make the merge beside --out merged: Read-only file system")
     assert contents(run) == before
 
 

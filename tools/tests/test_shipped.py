@@ -20,6 +20,7 @@ from taintport.results.cells import Cell, Inputs, Matrix
 from taintport.results.reports import summary
 from taintport.run import sources, store
 from taintport.tree import series, variants, versions
+from taintport.tree.archive import images, pins
 from taintport.tree.variants import named
 
 AGREES = named("shipped").check(variants.Kind.AGREES)
@@ -145,7 +146,7 @@ def test_variants_skips_must_name_tests(tmp_path):
     path = tmp_path / "variants.toml"
     path.write_text(text)
     with pytest.raises(InputError, match=r"\[variants.shipped\] skips test\(s\) that .*"
-                                         r"\[tests\] does not have: "
+                                         r"the guest data .* does not have: "
                                          r"livepatch.module_not_tainted_X"):
         verdict.load(fixes.NAMES, table_path=path)
 
@@ -268,7 +269,7 @@ def test_repin_follows_the_kernel_packages_a_release_depends_on():
     fields = {"Depends": "gcc-16-for-host, linux-base (>= 4.12~), linux-base-7.2.13+deb14-amd64 "
                          "(= 7.2.13-1), linux-headers-7.2.13+deb14-common (= 7.2.13-1), "
                          "linux-kbuild-7.2.13+deb14"}
-    assert binary.depends(fields, "7.2.13-1") == [
+    assert images.depends(fields, "7.2.13-1") == [
         ("linux-headers-7.2.13+deb14-common", "7.2.13-1"),
         ("linux-kbuild-7.2.13+deb14", "7.2.13-1")]
 
@@ -280,7 +281,7 @@ def test_repin_rewrites_the_pins_and_says_when_they_are_the_nearest(tmp_path):
     abi = version.shipped.release.removesuffix("-amd64")
     newer = [versions.Pin(p.package.replace(abi, "6.1.0-99"), "6.1.999-1", "1" * 64, 7)
              for p in version.shipped.packages]
-    said = binary.rewrite(version, "6.1.999-1", newer)
+    said = pins.rewrite(version, version, pins.ShippedPins("6.1.999-1", tuple(newer)))
     assert said == ("6.1.0-99-amd64: 4 of 4 binary pins moved "
                     f"(binaries 6.1.999-1, not the source's {version.version})")
     moved = versions.load(path)
@@ -289,7 +290,8 @@ def test_repin_rewrites_the_pins_and_says_when_they_are_the_nearest(tmp_path):
     assert list(moved.shipped.packages) == newer
     assert "the suites' binaries 6.1.999-1: the nearest, pinned on purpose" in path.read_text()
     # back to the source's own version: the note goes, nothing else moves
-    assert binary.rewrite(moved, version.version, list(version.shipped.packages)) == \
+    assert pins.rewrite(moved, moved, pins.ShippedPins(version.version,
+                                                      version.shipped.packages)) == \
         f"{version.shipped.release}: 4 of 4 binary pins moved"
     assert path.read_text() == DESCRIPTOR.read_text()
 

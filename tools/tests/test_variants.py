@@ -95,7 +95,7 @@ def test_an_unknown_name_lists_the_variants():
 
 
 # Names that are keys of another file, not variants: the [shipped] table of
-# versions/*.toml and the [upstream] table of semantic-patches/*.toml.
+# versions/*.toml and the [upstream] table of semantic-patches/*/fix.toml.
 NOT_VARIANTS = {("tree/versions.py", "shipped"), ("family.py", "upstream"),
                 ("layer/dep3.py", "upstream")}
 

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from taintport.errors import InputError
@@ -111,8 +113,34 @@ def test_repository_descriptors_follow_their_users_newest_upload():
 
 def test_repository_descriptors_say_which_fixes_ship():
     ships = {v.name: v.ships for v in versions.all_versions()}
-    assert ships["bookworm-6.1"] == ("unsigned",)
-    assert ships["bullseye-5.10"] == ("unsigned",)
-    assert ships["trixie-6.12"] == ("unsigned", "livepatch")
+    assert ships["bookworm-6.1"] == ("unsigned", "test")
+    assert ships["bullseye-5.10"] == ("unsigned",)  # and no TAINT_TEST at all
+    assert ships["trixie-6.12"] == ("unsigned", "test", "livepatch")
     # decided by looking (inspect on the fetched trees, test_trees.py)
-    assert ships["bookworm-6.12"] == ("unsigned", "livepatch")
+    assert ships["bookworm-6.12"] == ("unsigned", "test", "livepatch")
+
+
+@pytest.mark.parametrize("verb", [["versions"], ["versions", "--outdated"],
+                                  ["versions", "--repin", "deep-1.0"]])
+def test_a_deeply_nested_descriptor_is_a_named_refusal(tmp_path, taintport, verb):
+    """200,000 nested arrays: tomllib recurses past Python's limit; every verb
+    that reads versions/ names the file and exits 2, no traceback."""
+    folder = tmp_path / "versions"
+    folder.mkdir()
+    (folder / "deep-1.0.toml").write_text("a = " + "[" * 200_000 + "\n")
+    proc = taintport(*verb, "--versions-dir", folder)
+    assert proc.returncode == 2
+    assert f"{folder / 'deep-1.0.toml'}: cannot read version descriptor: nested too deeply" \
+        in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_fifo_or_a_huge_file_in_versions_is_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "fifo-1.0.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="not a regular file"):
+        versions.load(fifo)
+    huge = tmp_path / "huge-1.0.toml"
+    huge.write_text("# " + "x" * versions.MAX_DESCRIPTOR + "\n")
+    with pytest.raises(InputError, match="a version descriptor is a few KB"):
+        versions.load(huge)

@@ -1,13 +1,14 @@
 """taintport: one folder per stage of the pipeline, each importing only those before it.
 
-leaves    errors, digest, debversion,  what every stage uses: errors, checksums,
-          names, process, family,    Debian version order, validated names,
+leaves    errors, digest, atomic,    what every stage uses: errors, checksums,
+          names, process, family,    the one safe writer, validated names,
           journal, cache             child processes, the fix family's metadata,
-                                     atomic file replacement, the cache folders
-tree/     versions, variants, fetch, the pinned upload, the variant table, the
-          series, quilt              fetched source and its variants (quilt)
-layer/    engine, fixes/, spatch,    the family of fixes carried onto a tree, judged
-          carry, dep3, ...           by the semantic patches alone
+                                     a folder's journal, the cache folders
+tree/     versions, archive/, fetch, the pinned upload, the Debian archive (private
+          untar, disk, variants,     apt, indexes, downloads, repin), the fetched
+          series, quilt              source, the variant table and its variants (quilt)
+layer/    engine, fixes, strategies, the family of fixes (read from their folders)
+          spatch, carry, dep3, ...   carried onto a tree, judged by the semantic patches
 kernel/   kconfig, build, binary,    the kernel built (or Debian's binary), its
           initramfs, boot            modules, dracut image and QEMU boot
 judge/    ktap, verdict              what the guest printed, against the expectations

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from taintport import REPO
-from taintport.cache import Cache
+from taintport.cache import Cache, write_atomic
 from taintport.errors import InputError, TaintportError
 from taintport.judge.verdict import Status
 from taintport.results import folder
@@ -214,8 +214,7 @@ def render(kernels: Iterable[Version]) -> dict[str, str]:
 def write(repo: Path = REPO) -> list[str]:
     rendered = render(versions.all_versions(Path(repo) / "versions"))
     for path, text in rendered.items():
-        (Path(repo) / path).parent.mkdir(parents=True, exist_ok=True)
-        (Path(repo) / path).write_text(text)
+        write_atomic(Path(repo) / path, text)
     return list(rendered)
 
 

@@ -1,10 +1,13 @@
-"""The family of fixes, as their header files describe them.
+"""The family of fixes, as their records describe them.
 
-semantic-patches/<fix>.toml holds what a fix's patches and mails say about it:
-its upstream commits, author, subject and message, its patch name and
-`Forwarded:`. This leaf reads them into FixInfo values and knows the fix
-names, so that a stage before the layer (the tree's version descriptors,
-whose `ships` names fixes) can check a name without importing the layer.
+A fix is one folder, semantic-patches/<fix>/, and its record fix.toml holds
+what its patches and mails say about it (its upstream commits, author,
+subject and message, its patch name), the taint it lets tracing accept, and
+what the layer reads (its pieces, parameters and where it applies:
+taintport.layer.fixes). This leaf reads the header part into FixInfo values
+and knows the fix names, so that a stage before the layer (the tree's
+version descriptors, whose `ships` names fixes) can check a name without
+importing the layer.
 """
 import re
 import tomllib
@@ -19,6 +22,10 @@ SEMANTIC_PATCHES = REPO / "semantic-patches"
 NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 PATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
+TAINT = re.compile(r"^TAINT_[A-Z0-9_]+$")
+RECORD = "fix.toml"
+# the tables of a record the layer reads (taintport.layer.fixes)
+LAYER_FIELDS = ("pieces", "applies", "params")
 
 
 @dataclass(frozen=True)
@@ -35,9 +42,11 @@ class Upstream:
 
 @dataclass(frozen=True)
 class FixInfo:
-    """semantic-patches/<name>.toml, checked field by field."""
+    """semantic-patches/<name>/fix.toml, checked field by field."""
     name: str
     order: int                       # upstream order among the fixes
+    folder: Path                     # semantic-patches/<name>/: everything that is the fix's
+    taint: str                       # the taint tracing accepts with the fix, "TAINT_TEST"
     title: str
     bug: str                         # what a kernel without the fix does
     upstream: Upstream
@@ -72,19 +81,20 @@ def _table(data: dict[str, Any], key: str, path: Path, known: Iterable[str]) -> 
 
 
 def load(name: str, folder: Path = SEMANTIC_PATCHES) -> FixInfo:
-    """One fix's header file."""
+    """One fix's record, semantic-patches/<name>/fix.toml."""
     if not NAME.match(name):
         raise InputError(f"fix name {name!r}: lowercase letters, digits and '-' only")
-    path = Path(folder) / f"{name}.toml"
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"{path}: cannot read the fix's header data: {err}") from None
-    unknown = sorted(set(data) - {"order", "title", "bug", "upstream", "patch"})
+    data = read(Path(folder) / name)
+    path = Path(folder) / name / RECORD
+    unknown = sorted(set(data) - {"order", "title", "bug", "taint", "upstream", "patch",
+                                  *LAYER_FIELDS})
     if unknown:
         raise InputError(f"{path}: unknown field(s) {', '.join(unknown)}")
     if not isinstance(data.get("order"), int):
         raise InputError(f"{path}: order must be a number")
+    taint = _string(data, "taint", str(path))
+    if not TAINT.match(taint):
+        raise InputError(f"{path}: taint must be a taint flag's name (TAINT_...), got {taint!r}")
     up = _table(data, "upstream", path, ("commit", "release", "author", "subject", "body",
                                          "date", "also"))
     where = f"{path}: [upstream]"
@@ -100,17 +110,31 @@ def load(name: str, folder: Path = SEMANTIC_PATCHES) -> FixInfo:
     patch_name = _string(patch, "name", f"{path}: [patch]")
     if not PATCH_NAME.match(patch_name):
         raise InputError(f"{path}: [patch] name must be letters, digits, '_', '.' and '-'")
-    return FixInfo(name=name, order=data["order"],
+    return FixInfo(name=name, order=data["order"], folder=Path(folder) / name, taint=taint,
                    title=_string(data, "title", str(path)), bug=_string(data, "bug", str(path)),
                    upstream=upstream, patch_name=patch_name,
                    folded=_string(patch, "folded", f"{path}: [patch]", required=False),
                    stable=_string(patch, "stable", f"{path}: [patch]", required=False).strip())
 
 
+def read(fix_folder: Path) -> dict[str, Any]:
+    """A fix's record as TOML data, or InputError naming it."""
+    path = Path(fix_folder) / RECORD
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"{path}: cannot read the fix's record: {err}") from None
+
+
 def load_all(folder: Path = SEMANTIC_PATCHES) -> tuple[FixInfo, ...]:
-    """Every fix of the family, in upstream order."""
-    found = [load(path.stem, folder) for path in sorted(Path(folder).glob("*.toml"))]
-    return tuple(sorted(found, key=lambda info: info.order))
+    """Every fix of the family (each folder with a record), in upstream order."""
+    found = [load(path.parent.name, folder) for path in sorted(Path(folder).glob(f"*/{RECORD}"))]
+    found.sort(key=lambda info: info.order)
+    orders = [info.order for info in found]
+    if len(orders) != len(set(orders)):
+        raise InputError(f"{folder}: two fixes have one order: "
+                         + ", ".join(f"{i.name}={i.order}" for i in found))
+    return tuple(found)
 
 
 FAMILY = load_all()

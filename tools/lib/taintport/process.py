@@ -51,6 +51,14 @@ def require(tool: str, package: str) -> str:
     return path
 
 
+def orphan_proof(argv: Sequence[str]) -> list[str]:
+    """argv run so that it dies with the thread that started it: a run killed
+    outright (SIGKILL), which can end no process group, leaves no tar, xz,
+    apt-get, spatch or quilt behind writing into the cache or a user's tree
+    (setpriv --pdeathsig; its parent is the thread waiting for it)."""
+    return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+
+
 def tail(path: Path | str, lines: int = TAIL_LINES) -> str:
     try:
         text = Path(path).read_text(errors="replace")

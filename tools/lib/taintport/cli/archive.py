@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from taintport.cache import Cache
 from taintport.cli import options
 from taintport.cli.verb import AnyVerb, Verb
-from taintport.kernel import binary
 from taintport.layer import pointreleases
 from taintport.tree import fetch, versions
+from taintport.tree.archive import pins
+from taintport.tree.archive.indexes import Indexes, standing
 from taintport.tree.versions import Version
 
 Args = argparse.Namespace
@@ -75,21 +76,19 @@ def repin(chosen: tuple[Version, ...], cache: Cache) -> int:
     for version in chosen:
         log = cache.root / "logs" / f"repin-{version.name}.log"
         with cache.locked(version.name):
-            old, new = fetch.repin(cache, version, log)
-            # the binary kernel follows the source it was moved to
-            shipped = binary.repin(cache, versions.load(version.path), log)
-        print(f"{version.name}: {old} -> {new}" if old != new
-              else f"{version.name}: {old} is still the newest", f"({shipped})")
+            moved = pins.repin(cache, version, log)
+        print(f"{version.name}: {moved.old} -> {moved.new}" if moved.old != moved.new
+              else f"{version.name}: {moved.old} is still the newest", f"({moved.shipped})")
     return 0
 
 
 def outdated(chosen: tuple[Version, ...], cache: Cache) -> int:
     """Each pin against the newest upload its suites serve: exit 1 when one
     is behind (a scheduled CI job's "a new security upload is out")."""
-    indexes = fetch.Indexes(cache, cache.root / "logs" / "versions-outdated.log")
+    indexes = Indexes(cache, cache.root / "logs" / "versions-outdated.log")
     behind = 0
     for v in chosen:
-        now = fetch.standing(indexes, v)
+        now = standing(indexes, v)
         if now.current:
             print(f"{v.name:16} {v.upload}: current (the newest in {', '.join(v.suites)})")
             continue

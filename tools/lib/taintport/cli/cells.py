@@ -12,7 +12,7 @@ from taintport.errors import InputError, TaintportError
 from taintport.kernel import boot
 from taintport.results import folder, render, report
 from taintport.results.cells import FAULTS, exit_code, fault_in, word
-from taintport.run import bench, matrix, sources, stages, store
+from taintport.run import bench, matrix, selftests, sources, stages, store
 from taintport.run.progress import Progress
 from taintport.tree import fetch, series, variants, versions
 from taintport.tree.variants import Variant
@@ -91,8 +91,10 @@ def run_matrix(req: MatrixRequest, cache: Cache) -> int:
         print()
         report.table(runner.ordered_cells())
         if runner.ordered_cells():
-            render.republish(out, req.quilt_dir, req.artifacts_url,
-                             with_document=bool(req.artifacts_url))
+            doc = folder.load_matrix(out)
+            render.publish(out, doc, render.read_patches(doc, req.quilt_dir),
+                           with_document=bool(req.artifacts_url),
+                           artifacts_url=req.artifacts_url)
     print(f"\nmatrix.json: {out / 'matrix.json'}\nreport: {out / 'index.html'}")
     return code
 
@@ -195,7 +197,10 @@ def boot_cell(req: BootRequest, cache: Cache, out: Path, tree: Path | None,
     source = sources.of(variant)
     cell = chain.new_cell(version, variant, source.inputs(version, quilt_series, variant))
     try:
-        chain.boot(cell, source.prepared(chain, version, tree, quilt_series, cell))
+        prepared = source.prepared(chain, version, tree, quilt_series, cell)
+        chain.boot(cell, prepared)
+        # one cell alone: no upstream cell to tell the kernel's own failures by
+        selftests.stage(chain, cell, prepared, None)
     except TaintportError as err:
         cell.errors.append(str(err))
     results = folder.Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -9,7 +9,8 @@ from taintport.cli import options
 from taintport.cli.verb import AnyVerb, Verb
 from taintport.errors import InputError
 from taintport.layer import carry, dep3, engine, fixes, regen
-from taintport.layer.model import FixCondition
+from taintport.layer.model import FixCondition, PieceState
+from taintport.results.seen import seen
 from taintport.tree import fetch, series, variants, versions
 from taintport.tree.variants import Variant
 from taintport.tree.versions import Version
@@ -91,8 +92,13 @@ def run_inspect(req: InspectRequest, cache: Cache) -> int:
         fix = state.fix
         rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",
                      state.not_applicable or fix.info.title))
-        rows += [(f"  {p.name}", p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
-                  p.detail) for p in state.pieces]
+        for p in state.pieces:
+            # a tree that cannot have the bug lacks no piece: its place is not a
+            # gap, and what the semantic patch says is missing there is moot
+            moot = bool(state.not_applicable) and p.state is PieceState.MISSING
+            rows.append((f"  {p.name}", FixCondition.NOT_APPLICABLE.value if moot
+                         else p.state.value, f"{p.path}:{p.line}" if p.line else p.path,
+                         "" if moot else p.detail))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         print("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
@@ -107,6 +113,7 @@ class TreeRequest:
     export: Path | None
     mail: bool
     identity: dep3.Identity | None
+    seen: tuple[dep3.Seen, ...]  # --results: the boots that back a mail's 'booted' line
 
 
 @dataclass(frozen=True)
@@ -133,13 +140,20 @@ def apply_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mail", action="store_true",
                    help="with --export: write each patch as a mail for the stable list "
                         "(git format-patch shape, 'commit <sha> upstream.'), where upstream "
-                        "maintains a stable branch for the tree; else the patch only")
+                        "maintains a stable branch for the tree and the tree's change is that "
+                        "branch's own hunk; else the patch only, and why")
     p.add_argument("--signoff", metavar="'NAME <MAIL>'",
                    help="with --tree: who carries the patches: the name on a backport note "
                         "and your Signed-off-by (default: git's user.name and user.email)")
+    p.add_argument("--results", type=Path, metavar="DIR",
+                   help="with --mail: a results folder whose boots of the tree as shipped "
+                        "back the mail's 'booted with the bug seen' line (left out without)")
 
 
 def apply_request(args: Args) -> TreeRequest | VariantRequest:
+    if args.results and not (args.tree and args.mail):
+        raise InputError("--results backs a stable mail's 'booted' line: give --tree, "
+                         "--export and --mail too")
     if args.tree:
         options.unused(args, "apply --tree", {
             "version": "use either --tree DIR or --version/--variant, not both",
@@ -152,7 +166,8 @@ def apply_request(args: Args) -> TreeRequest | VariantRequest:
         tree = carry.kernel_tree(args.tree)
         return TreeRequest(tree, options.given_params(args), args.export, args.mail,
                            dep3.parse_identity(args.signoff) if args.signoff
-                           else dep3.git_identity(tree))
+                           else dep3.git_identity(tree),
+                           tuple(seen(args.results)) if args.results else ())
     options.unused(args, "apply --version/--variant", {
         "export": "--export is for --tree", "mail": "--mail is for --tree --export",
         "signoff": "--signoff is for --tree",
@@ -168,16 +183,26 @@ def apply_request(args: Args) -> TreeRequest | VariantRequest:
 def run_apply(req: TreeRequest | VariantRequest, cache: Cache) -> int:
     if isinstance(req, VariantRequest):
         return apply_variant(req, cache)
+    try:
+        return carry_tree(req, cache)
+    except KeyboardInterrupt:
+        print("taintport: interrupted; the tree (or --export folder) is as before, or holds "
+              "the journal of a change half-written, which the next apply rolls back first "
+              "and says so", file=sys.stderr)
+        return 2
+
+
+def carry_tree(req: TreeRequest, cache: Cache) -> int:
     none: dict[str, str] = {}
     if req.export:
-        done = carry.export(req.tree, req.params, req.export, req.mail, req.identity)
+        done = carry.export(req.tree, req.params, req.export, cache, req.mail, req.identity,
+                            req.seen)
         none = dict(done.no_mail)
     else:
-        done = carry.apply(req.tree, req.params, cache.root / "logs" / "apply-tree.log",
-                           req.identity)
+        done = carry.apply(req.tree, req.params, cache, req.identity)
     if done.recovered:
         print(f"{req.export or req.tree}: {done.recovered}")
-    print(f"{req.tree}: {done.layer.summary}")
+    print(f"{req.tree}: {done.layer.describe(carry.pushed(req.tree, done.layer))}")
     for fix, why in none.items():
         print(f"  {fix}: no stable mail: {why}; wrote the distribution patch only")
     for path in done.written:

@@ -89,7 +89,9 @@ def run_report(req: ReportRequest, cache: Cache) -> int:
                             kcidb.artifacts(req.folders[0], req.artifacts_url), req.origin)
         print(json.dumps(view, indent=2))
         return 0
-    for path in render.republish(req.folders[0], req.quilt_dir, req.artifacts_url):
+    doc, base = folder.load_published(req.folders[0], req.artifacts_url)
+    for path in render.republish(req.folders[0], doc, render.read_patches(doc, req.quilt_dir),
+                                 base):
         print(path)
     return 0
 

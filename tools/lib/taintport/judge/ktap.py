@@ -19,7 +19,8 @@ VERSION = re.compile(r"KTAP version (\d+)")
 PLAN = re.compile(r"^1\.\.(\d+)$")
 SUBTEST = re.compile(r"^# Subtest: (\S+)$")
 RESULT = re.compile(r"^(not ok|ok) (\d+) (\S+)(?:\s+#\s*(\S+)\s*(.*))?$")
-END = re.compile(r"^# taintport-agent: end status=(\d+)$")
+# the agent's, and the selftests runner's (test-matrix/dracut/51taintport-selftests)
+END = re.compile(r"^# taintport-(?:agent|selftests): end status=(\d+)$")
 PANIC = re.compile(r"Kernel panic - not syncing|\bBUG: |\bOops: |general protection fault"
                    r"|Kernel Offset: ")
 REFUSAL = "taintport-agent: refusing to run"

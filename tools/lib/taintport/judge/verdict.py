@@ -1,8 +1,10 @@
-"""Verdict stage: observed KTAP results against test-matrix/expectations.toml.
+"""Verdict stage: observed KTAP results against what the guest data expects.
 
 Every test asserts the behaviour of a kernel with every fix of the family,
 so a cell expects each test to pass except the expected failures (xfail) of
-the fixes its tree lacks. A cell is "as-expected" when the failures are
+the fixes its tree lacks (test-matrix/fixes/<fix>.toml, read by
+judge/guest.py), and, where a fix has no meaning (a kernel without the
+taint it allows), the failures of a kernel without that taint. A cell is "as-expected" when the failures are
 exactly that set ("known-bug" when, on top of that, the tree as shipped lacks
 a fix of the family), "unexpected" when the run was sound but a test's result
 differs (the kernel is not what we thought: KCIDB's FAIL), and "error" when
@@ -12,19 +14,18 @@ declares that test unobservable by design (test-matrix/variants.toml skips:
 the distribution's binary cannot load a module signed with our key).
 """
 import enum
-import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from taintport import REPO
+from taintport import family
+from taintport.digest import tree_digest
 from taintport.errors import InputError
+from taintport.judge import guest
 from taintport.judge.ktap import Parsed
 from taintport.tree import variants
 from taintport.tree.variants import Base, HostCheck, Variant
-
-EXPECTATIONS = REPO / "test-matrix" / "expectations.toml"
 
 
 class Status(str, enum.Enum):
@@ -42,15 +43,17 @@ class FixState(str, enum.Enum):
     MISSING = "missing"              # not shipped, not carried: the bug as shipped
     RECONSTRUCTED = "reconstructed"  # shipped, removed by the negative control
     CARRIED = "carried"              # put there by taintport's layer
+    NOT_APPLICABLE = "not-applicable"  # the kernel lacks what the fix is about
 
     @property
     def fixed(self) -> bool:
         return self in (FixState.PRESENT, FixState.CARRIED)
 
 
-def fix_state(variant: Variant, shipped: bool) -> FixState:
-    """A fix's state in a variant's tree, given whether the version ships it."""
-    if variant.layer:
+def fix_state(variant: Variant, shipped: bool, carried: bool = True) -> FixState:
+    """A fix's state in a variant's tree, given whether the version ships it
+    and whether the layer carries it."""
+    if variant.layer and carried:
         return FixState.PRESENT if shipped and variant.base is Base.SHIPPED else \
             FixState.CARRIED
     if variant.base is Base.SHIPPED:
@@ -62,10 +65,34 @@ def fix_state(variant: Variant, shipped: bool) -> FixState:
 class Expectations:
     tests: tuple[str, ...]            # "<subtest>.<test>", in the agent's order
     xfail: dict[str, frozenset[str]]  # fix -> the tests a tree without it fails
+    carried: frozenset[str]           # the fixes the layer carries
+    absent: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #                                   fix -> the tests a kernel without its taint fails
+    not_applicable: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #                                   fix -> {version: why the fix has no meaning there}
 
-    def states(self, variant: Variant, ships: Iterable[str]) -> dict[str, FixState]:
+    def states(self, variant: Variant, ships: Iterable[str],
+               version: str = "") -> dict[str, FixState]:
         """{fix: FixState} of a variant's tree, given what the version ships."""
-        return {fix: fix_state(variant, fix in ships) for fix in self.xfail}
+        ships = set(ships)
+        return {fix: FixState.NOT_APPLICABLE
+                if version in self.not_applicable.get(fix, {}) else
+                fix_state(variant, fix in ships, fix in self.carried)
+                for fix in self.xfail}
+
+    def why_not_applicable(self, states: Mapping[str, FixState], version: str) -> dict[str, str]:
+        """{fix: why} for the fixes a version's cells do not apply."""
+        return {fix: self.not_applicable[fix][version] for fix, state in states.items()
+                if state is FixState.NOT_APPLICABLE}
+
+    def notes(self, states: Mapping[str, FixState], version: str) -> dict[str, str]:
+        """{test: why it is expected to fail} for the tests a fix that is not
+        applicable to the version expects failed: the reason reaches the
+        reports with the test's diagnostics."""
+        return {test: f"host: {fix} is not applicable to {version}: {why}; expected "
+                      "to fail as on any kernel without what it is about"
+                for fix, why in self.why_not_applicable(states, version).items()
+                for test in sorted(self.absent[fix])}
 
     def known_bug(self, variant: Variant, states: dict[str, FixState]) -> bool:
         """The tree as the distribution ships it, lacking a fix of the family."""
@@ -76,7 +103,9 @@ class Expectations:
         """The tests a tree whose fixes are in these states fails."""
         out: frozenset[str] = frozenset()
         for fix, state in states.items():
-            if not state.fixed:
+            if state is FixState.NOT_APPLICABLE:
+                out |= self.absent[fix]
+            elif not state.fixed:
                 out |= self.xfail[fix]
         return out
 
@@ -144,69 +173,55 @@ class Judgement:
         return [c for c in self.checks if not c.matches]
 
 
-def _names(path: Path | str, where: str, value: object, what: str = "test") -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise InputError(f"{path}: {where} must be a list of {what} names")
-    dup = sorted({v for v in value if value.count(v) > 1})
-    if dup:
-        raise InputError(f"{path}: {where} names {', '.join(dup)} twice")
-    return value
-
-
-def load(fix_names: Sequence[str], path: Path | str = EXPECTATIONS,
+def load(fix_names: Sequence[str], data: guest.Guest | None = None,
          table_path: Path | str = variants.TABLE) -> Expectations:
-    """test-matrix/expectations.toml, checked: [tests] lists each subtest's
-    tests, every fix of the family (fix_names: the layer's, which the run
-    gives) has an xfail list of tests that [tests] has, nothing else is
-    there, and every test a variant skips (test-matrix/variants.toml) is one
-    of them."""
+    """The guest data's tests and expected failures (judge/guest.py), checked
+    against the layer's family (fix_names: the run gives them): each of its
+    fixes has a file of what the guest checks, and every test a variant skips
+    (test-matrix/variants.toml) is a test of the data. A fix the guest
+    checks but the layer does not carry is judged by what the trees ship."""
+    data = data if data is not None else guest.load()
     rows = variants.load(table_path)
-    try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise InputError(f"{path}: cannot read expectations: {err}") from None
-    subtests = data.pop("tests", None)
-    if not isinstance(subtests, dict) or not subtests:
-        raise InputError(f"{path}: [tests] missing: each subtest's list of tests")
-    tests = tuple(f"{sub}.{test}" for sub, names in subtests.items()
-                  for test in _names(path, f"[tests] {sub}", names))
+    tests = data.tests
     for v in rows.variants:
         strange = sorted(v.skips - set(tests))
         if strange:
             raise InputError(f"{table_path}: [variants.{v.name}] skips test(s) that "
-                             f"{path} [tests] does not have: {', '.join(strange)}")
-    unknown = sorted(set(data) - set(fix_names))
-    if unknown:
-        raise InputError(f"{path}: tables for unknown fix(es) {', '.join(unknown)}; "
-                         f"the family is {', '.join(fix_names)}")
-    xfail = {}
-    for fix in fix_names:
-        table = data.get(fix)
-        if not isinstance(table, dict) or "xfail" not in table:
-            raise InputError(f"{path}: [{fix}] xfail missing: the tests a tree without "
-                             "the fix fails")
-        extra = sorted(set(table) - {"xfail"})
-        if extra:
-            raise InputError(f"{path}: [{fix}] has unknown key(s) {', '.join(extra)}")
-        names = _names(path, f"[{fix}] xfail", table["xfail"])
-        strange = [n for n in names if n not in tests]
-        if strange:
-            raise InputError(f"{path}: [{fix}] xfail names test(s) that [tests] does not "
-                             f"have: {', '.join(strange)}")
-        if not names:
-            raise InputError(f"{path}: [{fix}] xfail is empty: the test would not "
-                             "catch that fix's bug")
-        xfail[fix] = frozenset(names)
-    return Expectations(tests, xfail)
+                             f"the guest data ({guest.FIXES}) does not have: "
+                             f"{', '.join(strange)}")
+    missing = [fix for fix in fix_names if fix not in data.fixes]
+    if missing:
+        raise InputError(f"{guest.FIXES}: no file for fix(es) {', '.join(missing)} of the "
+                         "family: what the guest checks for it")
+    # A fix's taint is said twice, by the layer (semantic-patches/<fix>/fix.toml
+    # taint, the mask's new term) and by the guest (fixes/<fix>.toml [taint],
+    # its letter and bit): the layer's is the fix's, and the guest's must name
+    # it, checked here where both are read for a run.
+    for info in family.FAMILY:
+        if info.name in fix_names and info.taint not in data.fixes[info.name].taints:
+            raise InputError(f"{guest.FIXES / info.name}.toml: [taint] must name "
+                             f"{info.taint}, the taint of {info.folder / family.RECORD}; "
+                             f"it names {', '.join(sorted(data.fixes[info.name].taints)) or 'none'}")
+    return Expectations(tests, {f.name: f.xfail for f in data.fixes.values()},
+                        frozenset(fix_names),
+                        {f.name: f.absent for f in data.fixes.values()},
+                        {f.name: f.not_applicable for f in data.fixes.values()})
+
+
+def digest() -> str:
+    """What the expectations are read from, as one digest (a cell's key)."""
+    return tree_digest(guest.TEST_MATRIX)
 
 
 def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
-          skips: frozenset[str] = frozenset()) -> "Judgement":
+          skips: frozenset[str] = frozenset(),
+          notes: Mapping[str, str] = {}) -> "Judgement":
     """Compare; a broken run, an incomplete set of tests or a test the agent
     could not observe is an error, unless skips declares it unobservable by
     design (and then observing it is an error too: the declaration is
     wrong). known_bug: the tree as shipped lacks a fix, so as-expected is
-    known-bug."""
+    known-bug. notes: a host's word on why a test is expected as it is,
+    added to its diagnostics."""
     checks = []
     errors = list(parsed.errors)
     for name, want in expected.items():
@@ -215,12 +230,13 @@ def judge(parsed: Parsed, expected: dict[str, bool], known_bug: bool = False,
         skipped = result is not None and result.skipped
         checks.append(Check(name=name, expected=want,
                             observed=None if result is None or skipped else result.ok,
-                            diagnostics=tuple(result.diagnostics) if result else (),
+                            diagnostics=(tuple(result.diagnostics) if result else ()) +
+                            ((notes[name],) if name in notes else ()),
                             directive=result.directive if result else "",
                             declared_skip=name in skips))
     observed = sorted(c.name for c in checks if c.declared_skip and c.observed is not None)
     if observed:
-        errors.append("tests declared unobservable (expectations.toml skips) were observed: "
+        errors.append("tests declared unobservable (variants.toml skips) were observed: "
                       + ", ".join(observed))
     if not parsed.broken:
         missing = [c.name for c in checks if c.observed is None and not c.directive]

@@ -13,20 +13,20 @@ module tools, and the signature is on the uncompressed file).
 """
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from taintport import debversion, names
+from taintport.atomic import replace_file
 from taintport.cache import Cache, scratch, sweep
-from taintport.digest import tree_digest
-from taintport.errors import InputError, RunError
+from taintport.errors import RunError
 from taintport.kernel import build
 from taintport.kernel.build import Artifacts
-from taintport.process import appending, require, run
-from taintport.tree import fetch, versions
-from taintport.tree.versions import Binary, Pin, RELEASE, Version
+from taintport.process import appending, orphan_proof, require, run
+from taintport.tree.archive.download import fetch_deb
+from taintport.tree.archive.indexes import Indexes
+from taintport.tree.fetch import EXTRACTING_PREFIX
+from taintport.tree.versions import Binary, Version
 
 # the marker scripts/sign-file appends after a module's signature
 SIGNATURE_MAGIC = b"~Module signature appended~\n"
@@ -50,8 +50,8 @@ def root(cache: Cache, version: Version, shipped: Binary) -> Path:
 def fetch_packages(cache: Cache, version: Version, shipped: Binary, log: Path) -> list[Path]:
     """Every pinned .deb, through the private apt configuration of the
     version's suites and checked against its pin, exactly as the source package is."""
-    indexes = fetch.Indexes(cache, log)
-    return [fetch.fetch_deb(cache, version, log, pin, indexes)[0] for pin in shipped.packages]
+    indexes = Indexes(cache, log)
+    return [fetch_deb(cache, version, log, pin, indexes)[0] for pin in shipped.packages]
 
 
 def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
@@ -61,11 +61,11 @@ def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
         return
     require("dpkg-deb", "dpkg")
     target.parent.mkdir(parents=True, exist_ok=True)
-    sweep(target.parent, fetch.EXTRACTING_PREFIX)  # left by a killed run
-    with scratch(target.parent, fetch.EXTRACTING_PREFIX) as tmp:
+    sweep(target.parent, EXTRACTING_PREFIX)  # left by a killed run
+    with scratch(target.parent, EXTRACTING_PREFIX) as tmp:
         top = tmp / "top"
         for deb in debs:
-            run(fetch.orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
+            run(orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
                 log=log)
         for modules in module_folders(top, shipped):
             for module in (modules / "kernel").rglob("*"):
@@ -91,7 +91,7 @@ def headers_dir(top: Path, shipped: Binary) -> Path:
     if "/usr/src/" not in text:
         raise RunError("binary", f"{original}: no /usr/src/ path to point at the extracted "
                        "headers; the packaging changed")
-    makefile.write_text(text.replace("/usr/src/", f"{top}/usr/src/"))
+    replace_file(makefile, text.replace("/usr/src/", f"{top}/usr/src/").encode())
     return headers
 
 
@@ -208,7 +208,7 @@ def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Art
     build_modules(headers_dir(top, shipped), shipped, out, log, jobs)
     signed_module(top, shipped, out)
     agent = out / "taintport-agent"
-    sources = tree_digest(build.AGENT_SRC)[:16]
+    sources = build.agent_sources()
     # beside the built variants' agent, but its own: another release
     shutil.copy2(build.build_agent(out.parent / f"agent-{sources}-{shipped.release}",
                                    shipped.release, log), agent)
@@ -221,142 +221,3 @@ def pinned(version: Version) -> Binary:
         raise RunError("binary", f"{version.path} has no [shipped] table: no binary "
                        "kernel is pinned for this version")
     return version.shipped
-
-
-# The packages of a Debian binary kernel the shipped variant takes: the signed
-# image (since 7.x linux-image-<release> depends on linux-binary- and
-# linux-modules-<release>, which hold vmlinuz and the modules), the headers,
-# their common part and linux-kbuild.
-PINNED = re.compile(r"linux-(binary|image|modules|headers|kbuild)-")
-# the image of the default flavour: linux-image-6.1.0-57-amd64,
-# linux-image-6.1.0-0.deb11.52-amd64, linux-image-6.12.118+deb12-amd64,
-# linux-image-7.3-amd64; not -cloud-, -rt-, -unsigned, -dbg, nor a metapackage
-IMAGE = re.compile(r"linux-image-([0-9][0-9a-z.+~]*\.[0-9a-z.+~]*(-[0-9][0-9a-z.+~]*)?-amd64)")
-# the package holding vmlinuz first: since 7.x linux-binary-<release>, whose
-# linux-image-<release> only depends on it and on linux-modules-<release>
-ORDER = ("linux-binary-", "linux-image-", "linux-modules-", "linux-headers-", "linux-kbuild-")
-
-
-def of_series(version: str, series: str) -> bool:
-    """Whether a Debian version is an upload of a kernel series: 6.1.192-3 of 6.1, not of 6.12."""
-    return version == series or version.startswith((f"{series}.", f"{series}~", f"{series}-"))
-
-
-def depends(fields: dict[str, str], default: str) -> list[tuple[str, str]]:
-    """(package, version) of each kernel package fields depends on: the
-    version it pins with (= ...), else default (kbuild is unversioned or >=)."""
-    found = []
-    for dep in fields.get("Depends", "").split(","):
-        m = re.match(r"\s*([a-z0-9][a-z0-9.+-]*)\s*(?:\(\s*=\s*([^) ]+)\s*\))?",
-                     dep.split("|")[0])
-        if m and PINNED.match(m.group(1)) and IMAGE.fullmatch(m.group(1)) is None:
-            found.append((m.group(1), m.group(2) or default))
-    return found
-
-
-def images(apt: fetch.PrivateApt, series: str) -> list[fetch.Published]:
-    """Every upload of the series' default-flavour signed image the suite lists."""
-    names_ = [n for n in apt.pkgnames("linux-image-") if IMAGE.fullmatch(n)]
-    found = []
-    for fields in apt.show(names_):
-        item = fetch.published_from(fields, apt.source.suite, f"{apt.source.suite} index")
-        # linux-image-6.1-amd64 is bullseye's metapackage of its 6.1 series,
-        # shaped like 7.3's image: a metapackage depends on an image
-        meta = any(IMAGE.fullmatch(dep.strip().split(" ")[0])
-                   for dep in fields.get("Depends", "").split(","))
-        if item is not None and IMAGE.fullmatch(item.package) and not meta and \
-                of_series(item.version, series):
-            found.append(item)
-    return found
-
-
-def nearest(found: list[fetch.Published], wanted: str) -> fetch.Published:
-    """The image of the wanted upload; else the newest older one, else the oldest newer."""
-    exact = [p for p in found if p.version == wanted]
-    if exact:
-        return exact[0]
-    older = sorted((p for p in found if debversion.compare(p.version, wanted) < 0),
-                   key=lambda p: debversion.key(p.version))
-    newer = sorted((p for p in found if debversion.compare(p.version, wanted) > 0),
-                   key=lambda p: debversion.key(p.version))
-    return older[-1] if older else newer[0]
-
-
-def signed_image(indexes: fetch.Indexes, version: Version) -> tuple[str, list[Pin]]:
-    """The binary kernel Debian built from the pinned upload, in the version's
-    suites: its version, and every package of it the shipped variant needs
-    (the image's and the headers' kernel dependencies, followed)."""
-    series = version.package.removeprefix("linux-source-")
-    found = {source: images(indexes.apt(source), series) for source in version.sources()}
-    every = [p for listed in found.values() for p in listed]
-    if not every:
-        raise InputError(f"{', '.join(version.suites)} offer no linux-image of {series} "
-                         "(amd64, signed)")
-    image = nearest(every, version.version)
-    apt = indexes.apt(next(s for s, listed in found.items() if image in listed))
-    named = IMAGE.fullmatch(image.package)
-    assert named is not None  # images() took only such names
-    release = named.group(1)
-    todo = [(image.package, image.version), (f"linux-headers-{release}", image.version)]
-    pins: dict[str, Pin] = {}
-    while todo:
-        package, wanted = todo.pop()
-        if package in pins:
-            continue
-        fields = next((f for f in apt.show([package]) if f.get("Version") == wanted), None)
-        item = fetch.published_from(fields or {}, apt.source.suite, f"{apt.source.suite} index")
-        if fields is None or item is None:
-            raise InputError(f"{apt.source.suite}'s index has no {package} {wanted}")
-        pins[package] = item.pin
-        todo += depends(fields, image.version)
-    if any(p.startswith("linux-binary-") for p in pins):
-        pins = {p: pin for p, pin in pins.items() if not p.startswith("linux-image-")}
-    return image.version, sorted(pins.values(), key=lambda p: (
-        next(i for i, prefix in enumerate(ORDER) if p.package.startswith(prefix)), p.package))
-
-
-def repin(cache: Cache, version: Version, log: Path) -> str:
-    """Move the [shipped] pins to the binary kernel of the upload the source
-    is pinned to (fetch.repin moved it first), found in the version's suites;
-    says what it did. Where the suites have no binary of that upload (the
-    signed image lags the source), the nearest is pinned and the file says so."""
-    shipped = version.shipped
-    if shipped is None:
-        return "no [shipped] table"
-    binary_version, pins = signed_image(fetch.Indexes(cache, log), version)
-    return rewrite(version, binary_version, pins)
-
-
-def rewrite(version: Version, binary_version: str, pins: list[Pin]) -> str:
-    """The descriptor's [shipped] release and pins, rewritten in place."""
-    shipped = version.shipped
-    assert shipped is not None  # repin checked
-    image = pins[0].package
-    release = image.split("-", 2)[2]
-    names.check(RELEASE, release, f"{version.suite} index: {image}", "a kernel release")
-    text = version.path.read_text()
-    head, sep, _ = text.partition("\n[[shipped.packages]]")
-    if not sep:
-        raise InputError(f"{version.path}: no [[shipped.packages]] to rewrite")
-    head = re.sub(r"\n# linux-source is .* on purpose\.\n?$", "", head)
-    # the [shipped] table's release (uname -r), not the descriptor's (bookworm)
-    top, table, rest = head.partition("\n[shipped]\n")
-    rest, count = re.subn(r'^release = ".*"$', f'release = "{release}"', rest, count=1,
-                          flags=re.M)
-    head = top + table + rest
-    if not table or count != 1:
-        raise InputError(f"{version.path}: no 'release =' line in [shipped] to rewrite")
-    note = ""
-    if binary_version != version.version:
-        note = (f"# linux-source is {version.version}, the suites' binaries "
-                f"{binary_version}: the nearest, pinned on purpose.\n")
-    blocks = "".join(f'\n[[shipped.packages]]\npackage = "{p.package}"\n'
-                     f'version = "{p.version}"\nsha256 = "{p.sha256}"\nsize = {p.size}\n'
-                     for p in pins)
-    version.path.write_text(head.rstrip("\n") + "\n" + note + blocks)
-    versions.load(version.path)  # what was written must read back
-    moved = [p for p in pins if p not in shipped.packages]
-    said = (f"{release}: {len(moved)} of {len(pins)} binary pins moved" if moved
-            else f"{release}: binary pins unchanged")
-    return said + (f" (binaries {binary_version}, not the source's {version.version})"
-                   if note else "")

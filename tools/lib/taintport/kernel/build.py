@@ -6,6 +6,7 @@ modules (every one test-matrix/module/Kbuild names) are built against the same
 build dir, and each is also signed with the key that build generated (which
 never leaves the build dir).
 """
+import hashlib
 import os
 import shutil
 from collections.abc import Iterator, Sequence
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
-from taintport.digest import tree_digest
+from taintport.digest import sha256_of, tree_digest
 from taintport.errors import RunError
 from taintport.kernel import kconfig
 from taintport.process import NICE_LEVEL, require, run
@@ -130,7 +131,6 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
     args, env = make_args(build_dir, jobs, cache_root)
     built = compile_modules(["make", "-C", build_dir, *args[1:]], env, out, log)
     key = Path(build_dir) / "certs" / "signing_key.pem"
-    cert = Path(build_dir) / "certs" / "signing_key.x509"
     if not key.exists():
         raise RunError("module", f"{key} missing: the build did not generate a signing key")
     os.chmod(key, 0o600)
@@ -140,11 +140,26 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
     for module in built:
         unsigned = out / module.name
         shutil.copy2(module, unsigned)
-        # Sign with the hash the kernel was built for: one it has no code for
-        # would load as unsigned, silently.
-        run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
-             unsigned, out / f"{module.stem}-signed.ko"], stage="module", log=log)
+        sign(build_dir, unsigned, out / f"{module.stem}-signed.ko", log)
     return module_files(out)
+
+
+def agent_sources() -> str:
+    """What the agent is made of: its C, and the guest data its checks are
+    generated from (test-matrix/, read by judge/guest.py)."""
+    return hashlib.sha256((tree_digest(REPO / "test-matrix") +
+                           sha256_of(REPO / "tools" / "lib" / "taintport" / "judge" /
+                                     "guest.py")).encode()).hexdigest()[:16]
+
+
+def sign(build_dir: Path, module: Path, signed: Path, log: Path) -> None:
+    """signed: module signed with build_dir's key (build_modules made sure it exists)."""
+    key = Path(build_dir) / "certs" / "signing_key.pem"
+    cert = Path(build_dir) / "certs" / "signing_key.x509"
+    # Sign with the hash the kernel was built for: one it has no code for
+    # would load as unsigned, silently.
+    run([Path(build_dir) / "scripts" / "sign-file", sig_hash(build_dir), key, cert,
+         module, signed], stage="module", log=log)
 
 
 def build_agent(out: Path, release: str, log: Path) -> Path:
@@ -170,7 +185,7 @@ def build_variant(tree: Path, build_dir: Path, version_name: str, out: Path, log
     # the shared cache); each variant takes a copy, since its initramfs is
     # made while the next variant builds
     agent = out / "taintport-agent"
-    sources = tree_digest(AGENT_SRC)[:16]
+    sources = agent_sources()
     shutil.copy2(build_agent(out.parent / f"agent-{sources}", release, log), agent)
     return Artifacts(directory=out, bzimage=bzimage, modules=modules, agent=agent,
                      release=release)

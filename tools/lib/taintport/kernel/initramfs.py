@@ -18,11 +18,12 @@ from taintport.kernel.build import Artifacts
 from taintport.process import require, run
 
 HOST_DRACUT = Path("/usr/lib/dracut")
-OUR_MODULE = REPO / "test-matrix" / "dracut" / "50taintport"
+OUR_MODULES = (REPO / "test-matrix" / "dracut" / "50taintport",
+               REPO / "test-matrix" / "dracut" / "51taintport-selftests")
 
 
 def private_base(folder: Path | str) -> Path:
-    """A dracutbasedir in folder: the host's dracut plus 50taintport, made per call (cheap)."""
+    """A dracutbasedir in folder: the host's dracut plus ours, made per call (cheap)."""
     if not (HOST_DRACUT / "modules.d").is_dir():
         raise RunError("initramfs", f"{HOST_DRACUT}/modules.d missing; install dracut-core")
     base = Path(folder) / "dracut-base"
@@ -30,30 +31,44 @@ def private_base(folder: Path | str) -> Path:
     for entry in HOST_DRACUT.iterdir():
         if entry.name != "modules.d":
             os.symlink(entry, base / entry.name)
+    ours = {m.name for m in OUR_MODULES}
     for module in (HOST_DRACUT / "modules.d").iterdir():
-        if module.name != OUR_MODULE.name:
+        if module.name not in ours:
             os.symlink(module, base / "modules.d" / module.name)
-    os.symlink(OUR_MODULE, base / "modules.d" / OUR_MODULE.name)
+    for module in OUR_MODULES:
+        os.symlink(module, base / "modules.d" / module.name)
     return base
 
 
 def base(agent: Path, release: str, cache_root: Path, image: Path, log: Path) -> Path:
     """dracut's part, the same for every cell of a kernel: init, the hook and
     the agent (built for release). Made once per kernel and run."""
+    return dracut("taintport", release, cache_root, image, log, agent)
+
+
+def selftests_base(release: str, cache_root: Path, image: Path, log: Path) -> Path:
+    """dracut's part of the selftests' image: init, the tools the selftests
+    call and their hook (51taintport-selftests); the tree's selftests come per cell."""
+    return dracut("taintport-selftests", release, cache_root, image, log)
+
+
+def dracut(module: str, release: str, cache_root: Path, image: Path, log: Path,
+           agent: Path | None = None) -> Path:
     require("dracut", "dracut-core")
     image = Path(image)
     image.unlink(missing_ok=True)  # so a failed dracut cannot leave an old image behind
     with tempfile.TemporaryDirectory(dir=cache_root, prefix=".dracut-tmp-") as tmp:
         folder = Path(tmp) / "payload"
         folder.mkdir()
-        shutil.copy2(agent, folder / "taintport-agent")
+        if agent is not None:
+            shutil.copy2(agent, folder / "taintport-agent")
         base_dir = private_base(tmp)
         (Path(tmp) / "no-conf.d").mkdir()
         run(["dracut", "--quiet", "--force", "--no-kernel", "--no-hostonly",
              "--no-hostonly-cmdline", "--no-compress", "--no-early-microcode",
              "--conf", "/dev/null", "--confdir", Path(tmp) / "no-conf.d",
              "--tmpdir", tmp, "--kver", release,
-             "-m", "base taintport", image],
+             "-m", f"base {module}", image],
             stage="initramfs", log=log, background=True,
             env={"dracutbasedir": str(base_dir), "TAINTPORT_PAYLOAD": str(folder)})
         # background: dracut beside the other kernel's boot (builds stopped) took
@@ -106,11 +121,16 @@ def build(artifacts: Artifacts, token: str, base_image: Path, image: Path) -> Pa
     """The kernel's dracut image followed by this cell's archive: the kernel
     unpacks one after the other into the same root, so dracut runs once per
     kernel, not once per cell (1.5-3.5 s each under load)."""
+    return appended(base_image, cell_archive(artifacts, token), image)
+
+
+def appended(base_image: Path, archive: bytes, image: Path) -> Path:
+    """image: base_image, then archive (a newc cpio archive)."""
     dracut_part = Path(base_image).read_bytes()
     with open(image, "wb") as out:
         out.write(dracut_part)
         # the kernel looks for the next archive's header on a 4-byte boundary
         # and skips NULs before it
         out.write(b"\0" * (-len(dracut_part) % 4))
-        out.write(cell_archive(artifacts, token))
+        out.write(archive)
     return Path(image)

@@ -5,16 +5,21 @@ dependencies are not met, and a kernel built without it is a wrong kernel.
 """
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
 from taintport.errors import InputError, RunError
+from taintport.judge import guest
 from taintport.process import NICE_LEVEL, run
 from taintport.tree import versions
 from taintport.tree.fetch import KCONFIG, UPLOAD
 
 KCONFIG_DIR = REPO / "kconfigs"
+# the kernel's own tests around the change, on every kernel: the selftests
+# stage's modules and the trace-event sample (kernel/selftests.py)
+STAGE_FRAGMENTS = ("selftests.config",)
 LINE = re.compile(r"^(CONFIG_[A-Za-z0-9_]+)=(.*)$")
 UNSET = re.compile(r"^# (CONFIG_[A-Za-z0-9_]+) is not set$")
 
@@ -45,21 +50,35 @@ def parse(path: Path) -> list[Option]:
 
 
 def fragments(version_name: str, directory: Path = KCONFIG_DIR,
-              versions_dir: Path = versions.VERSIONS_DIR) -> list[Path]:
-    """base.config, every feature fragment, then <version>.config when a version needs more.
+              versions_dir: Path = versions.VERSIONS_DIR,
+              needs: Iterable[str] | None = None) -> list[Path]:
+    """base.config, the fragments the fixes' tests need, then <version>.config
+    when a version needs more.
 
-    A feature fragment is any other *.config whose name is not a version's
-    (versions/<name>.toml): what one fix's test needs, on every kernel.
-    Adding one is adding a file. Sorted, so the merge order and the cell
-    keys do not depend on the file system; the version's own fragment comes
-    last so that it can override a feature's option.
+    needs: the fragments test-matrix/fixes/<fix>.toml name ([kconfig]
+    fragment) and the stages' (STAGE_FRAGMENTS), on every kernel; by default
+    the repository's. A fragment
+    that is neither base, a version's (versions/<name>.toml) nor needed is
+    an error: nothing would say why it is merged. Sorted, so the merge order
+    and the cell keys do not depend on the file system; the version's own
+    fragment comes last so that it can override a feature's option.
     """
     directory = Path(directory)
     base = directory / "base.config"
     if not base.is_file():
         raise InputError(f"{base}: Kconfig fragment missing")
-    features = [f for f in sorted(directory.glob("*.config"))
-                if f != base and not (Path(versions_dir) / f"{f.stem}.toml").exists()]
+    wanted = sorted(set(needs if needs is not None else
+                        [*(f.kconfig for f in guest.load().fixes.values() if f.kconfig),
+                         *STAGE_FRAGMENTS]))
+    features = [directory / name for name in wanted]
+    for frag in features:
+        if not frag.is_file():
+            raise InputError(f"{frag}: Kconfig fragment missing (a fix's test or a stage needs it)")
+    for frag in sorted(directory.glob("*.config")):
+        if frag != base and frag not in features and \
+                not (Path(versions_dir) / f"{frag.stem}.toml").exists():
+            raise InputError(f"{frag}: no fix needs it (test-matrix/fixes/<fix>.toml "
+                             "[kconfig] fragment) and no version is named so")
     extra = directory / f"{version_name}.config"
     return [base, *features, *([extra] if extra.is_file() else [])]
 

@@ -8,7 +8,11 @@ state, checks that the result is the layer's, and only then writes the
 tree: every file quilt changed or created (the sources, patches/, .pc/)
 through a journal (taintport.journal), atomically, all or nothing even when
 killed, out of disk or denied a write. A journal an interrupted run left is
-rolled back first, and the run says so. Only the layer's own patches are
+rolled back first, and the run says so; one this user's taintport did not
+write is refused (journal.py). One run at a time holds the tree (a lock in
+the cache, by the tree's identity), its spatch and quilt die with it, and
+their scratch copies live in the cache, where the next run removes a killed
+one's. Only the layer's own patches are
 pushed: a series with patches quilt has not applied is refused. `--export
 DIR` writes the patches into DIR the same way and lists them in DIR/series,
 never dropping a line (in a Debian source package's debian/patches where the
@@ -17,22 +21,24 @@ each as a mail for the stable list instead, where upstream maintains a
 stable branch for the tree (stable.py).
 """
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
+from taintport.cache import Cache, scratch, sweep
 from taintport.errors import InputError, TaintportError
 from taintport.journal import JOURNAL, Change, commit, recover, sha256
 from taintport.layer import debian_patches, dep3, engine, fixes, stable
 from taintport.layer.dep3 import Identity
-from taintport.layer.model import LayerPatch, Params
+from taintport.layer.model import LayerPatch, Outcome, Params
 from taintport.process import require
 from taintport.tree.quilt import PC, quilt
 
 FOLDER = "taintport"
 PATCHES = "patches"
 QUILT_STATE = (".version", ".quilt_patches", ".quilt_series", "applied-patches")
+# quilt's scratch copy of a tree's files, in the cache (cache.scratch)
+SCRATCH = "apply-"
 
 
 @dataclass(frozen=True)
@@ -54,22 +60,46 @@ def patch_texts(layer: LayerPatch, tree: Path, identity: Identity | None = None,
             for i, fp in enumerate(layer.carried, start=1)}
 
 
-def mails(tree: Path, layer: LayerPatch, identity: Identity | None
-          ) -> tuple[dict[str, str], dict[str, str]]:
+def mails(tree: Path, layer: LayerPatch, identity: Identity | None,
+          seen: Sequence[dep3.Seen] = ()) -> tuple[dict[str, str], dict[str, str]]:
     """({file name: mail text}, {fix name: why no mail}) for the fixes the layer
     carries: a mail where upstream maintains a stable branch the fix belongs
-    in, else the reason there is none."""
+    in and this tree's change is that branch's own hunk (stable.py), else the
+    reason there is none. seen: the boots a results run recorded, the only
+    source of a mail's "booted" line."""
     series = stable.tree_series(tree)
-    index = dep3.index_lines(tree, layer.carried)
     texts, none = {}, {}
-    for i, fp in enumerate(layer.carried, start=1):
+    for i, (fp, change) in enumerate(zip(layer.carried, dep3.changes(tree, layer.carried)),
+                                     start=1):
         branch = stable.branch(series, fp.fix.release)
-        if branch:
-            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(fp, branch, identity,
-                                                                    index[i - 1])
-        else:
+        code = stable.branch_code(series, fp.fix) if branch else None
+        if not branch:
             none[fp.fix.name] = stable.no_branch(series, fp.fix.release)
+        elif code is None:
+            none[fp.fix.name] = stable.no_code(branch, series)
+        elif not stable.same_change(change.before, change.after, code.diff):
+            none[fp.fix.name] = stable.vendor_context(branch, code, list(change.before))
+        else:
+            texts[f"{i:04d}-{fp.fix.patch_name}.patch"] = dep3.mail(
+                fp, branch, identity, change, code.diff, stable.users(series, fp.fix),
+                [s for s in seen if s.fix == fp.fix.name and s.series == series])
     return texts, none
+
+
+def pushed(tree: Path, layer: LayerPatch) -> dict[str, str]:
+    """{fix: "patches/taintport/NNNN-....patch"} for each fix the tree has only
+    because quilt has taintport's own patch of it applied (an earlier apply),
+    not because upstream's code was there: what a second run must say."""
+    data = _read(Path(tree) / PC / "applied-patches")
+    applied = data.decode(errors="replace").split() if data else []
+    found = {}
+    for fp in layer.patches:
+        if fp.outcome is Outcome.ALREADY_UPSTREAM:
+            ours = [name for name in applied if name.startswith(f"{FOLDER}/")
+                    and name.endswith(f"-{fp.fix.patch_name}.patch")]
+            if ours:
+                found[fp.fix.name] = f"{PATCHES}/{ours[-1]}"
+    return found
 
 
 def series_names(text: str) -> list[str]:
@@ -145,39 +175,45 @@ def _quilt_state(tree: Path) -> list[str]:
     return listed
 
 
-def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path) -> list[Change]:
+def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path,
+            cache: Cache) -> list[Change]:
     """Every file quilt writes when it pushes the layer's patches, pushed on a
-    scratch copy of what it reads and checked against the layer's result."""
-    with tempfile.TemporaryDirectory(prefix="taintport-apply-") as scratch_name:
-        scratch = Path(scratch_name)
+    scratch copy of what it reads (in the cache) and checked against the
+    layer's result."""
+    parent = cache.scratch_parent()
+    sweep(parent, SCRATCH)
+    with scratch(parent, SCRATCH) as copy:
         copied = [f"{PATCHES}/series", *(f"{PC}/{n}" for n in QUILT_STATE), *layer.after]
         for rel in copied:
             data = _read(tree / rel)
             if data is not None:
-                (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-                (scratch / rel).write_bytes(data)
+                (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+                (copy / rel).write_bytes(data)
         for name, text in texts.items():
-            (scratch / PATCHES / name).parent.mkdir(parents=True, exist_ok=True)
-            (scratch / PATCHES / name).write_text(text)
-        series = scratch / PATCHES / "series"
+            (copy / PATCHES / name).parent.mkdir(parents=True, exist_ok=True)
+            (copy / PATCHES / name).write_text(text)
+        series = copy / PATCHES / "series"
         series.write_text(series_after(series.read_text() if series.exists() else "",
                                        list(texts)))
         for name in texts:
-            proc = quilt(scratch, ["push", "--fuzz=0", name], PATCHES, log, check=False)
+            proc = quilt(copy, ["push", "--fuzz=0", name], PATCHES, log, check=False)
             if proc.returncode != 0:
                 raise InputError(f"quilt could not push {name} with --fuzz=0 onto a copy of "
                                  f"{tree}'s files (see {log}): "
-                                 + (proc.stdout + proc.stderr).strip().splitlines()[-1])
+                                 + ((proc.stdout + proc.stderr).strip().splitlines()
+                                    or ["it said nothing"])[-1])
         wrong = [rel for rel, text in layer.after.items()
-                 if (scratch / rel).read_text() != text]
-        applied = (scratch / PC / "applied-patches").read_text().split()
+                 if (copy / rel).read_text() != text]
+        # a quilt that said it pushed may have written nothing at all
+        applied_data = _read(copy / PC / "applied-patches")
+        applied = applied_data.decode(errors="replace").split() if applied_data else []
         if wrong or applied[-len(texts):] != list(texts):
             raise InputError(f"quilt's result on a copy of {tree}'s files is not the layer's "
                              f"(in {', '.join(wrong) or PC + '/applied-patches'}); "
                              "nothing was written")
         changes = []
-        for path in sorted(p for p in scratch.rglob("*") if p.is_file()):
-            rel = str(path.relative_to(scratch))
+        for path in sorted(p for p in copy.rglob("*") if p.is_file()):
+            rel = str(path.relative_to(copy))
             data = path.read_bytes()
             if _read(tree / rel) != data:
                 info = path.stat()
@@ -196,17 +232,26 @@ def kernel_tree(tree: Path) -> Path:
     return tree
 
 
-def apply(tree: Path, params: Params, log: Path, identity: Identity | None = None) -> Carried:
-    """Push the layer onto tree with quilt, all or nothing (the module's doc)."""
+def apply(tree: Path, params: Params, cache: Cache, identity: Identity | None = None
+          ) -> Carried:
+    """Push the layer onto tree with quilt, all or nothing (the module's doc),
+    one run at a time."""
     require("quilt", "quilt")
+    require("setpriv", "util-linux")
     tree = kernel_tree(tree)
-    recovered = recover(tree)
+    with cache.folder_locked(tree):
+        return _apply(tree, params, cache, identity)
+
+
+def _apply(tree: Path, params: Params, cache: Cache, identity: Identity | None) -> Carried:
+    key = cache.journal_key()
+    recovered = recover(tree, key)
     watched = sorted({rel for spec in fixes.PIECES for rel in spec.paths}
                      | {PATCHES, PC, JOURNAL})
     before = _snapshot(tree, watched)
     try:
         _quilt_state(tree)
-        layer = engine.generate(tree, fixes.FIXES, params)
+        layer = engine.generate(tree, fixes.FIXES, params, cache)
         texts = patch_texts(layer, tree, identity)
         if not texts:
             return Carried(layer, (), recovered)
@@ -214,61 +259,77 @@ def apply(tree: Path, params: Params, log: Path, identity: Identity | None = Non
         if taken:
             raise InputError(f"{tree / PATCHES / taken[0]} exists: the layer was exported or "
                              "applied here before; pop and remove it first")
-        commit(tree, _staged(tree, texts, layer, log))
+        log = cache.root / "logs" / "apply-tree.log"
+        commit(tree, _staged(tree, texts, layer, log, cache), key)
     except TaintportError as err:
         raise InputError(f"{err}\n{_unchanged(tree, before, watched)}") from None
     return Carried(layer, tuple(tree / PATCHES / name for name in texts), recovered)
 
 
-def export(tree: Path, params: Params, folder: Path, mail: bool = False,
-           identity: Identity | None = None) -> Carried:
-    """Write the layer's patches (or stable mails) into folder, all or nothing."""
+def export(tree: Path, params: Params, folder: Path, cache: Cache, mail: bool = False,
+           identity: Identity | None = None, seen: Sequence[dep3.Seen] = ()) -> Carried:
+    """Write the layer's patches (or stable mails) into folder, all or nothing,
+    one run at a time."""
+    require("setpriv", "util-linux")
     folder = Path(folder)
-    debian = debian_patches.is_debian_patches(folder)
-    layer = engine.generate(tree, fixes.FIXES, params)
-    written = patch_texts(layer, tree, identity, debian)
-    mailed: dict[str, str] = {}
-    none: dict[str, str] = {}
-    if mail:
-        mailed, none = mails(tree, layer, identity)
-        # a fix with no stable branch to send to: the distribution patch only
-        written = {name: text for (name, text), fp in zip(written.items(), layer.carried)
-                   if fp.fix.name in none}
-    texts = {**mailed, **written}
-    if not texts:
-        return Carried(layer, (), no_mail=none)
-    made = not folder.exists()
+    layer = engine.generate(tree, fixes.FIXES, params, cache)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        debian = debian_patches.is_debian_patches(folder)
+        written = patch_texts(layer, tree, identity, debian)
+        mailed: dict[str, str] = {}
+        none: dict[str, str] = {}
+        if mail:
+            mailed, none = mails(tree, layer, identity, seen)
+            # a fix with no stable branch to send to: the distribution patch only
+            written = {name: text for (name, text), fp in zip(written.items(), layer.carried)
+                       if fp.fix.name in none}
+        texts = {**mailed, **written}
+        if not texts:
+            return Carried(layer, (), no_mail=none)
+        made = not folder.exists()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise InputError(f"{folder}: cannot create it ({err.strerror}); nothing was "
+                             "written") from None
+        try:
+            with cache.folder_locked(folder):
+                recovered = _export(folder, texts, written, debian, cache)
+        except TaintportError:
+            if made:
+                _remove_if_empty(folder)
+            raise
     except OSError as err:
-        raise InputError(f"{folder}: cannot create it ({err.strerror}); nothing was written") \
-            from None
-    try:
-        recovered = recover(folder)
-        # the same export again (a rerun after a kill) writes nothing new
-        taken = [name for name in texts if (folder / name).exists()
-                 and _read(folder / name) != texts[name].encode()]
-        if taken:
-            raise InputError(f"{folder / taken[0]} exists: the layer was exported there "
-                             "before; remove it first")
-        changes = [Change(name, text.encode()) for name, text in texts.items()
-                   if _read(folder / name) != text.encode()]
-        if written:
-            old = _read(folder / "series")  # a link is refused by the journal
-            # bytes that are not UTF-8 in the user's series come back as they were
-            kept = old.decode("utf-8", "surrogateescape") if old is not None else ""
-            listed = (debian_patches.listed(kept, list(written)) if debian
-                      else series_after(kept, list(written)))
-            series = listed.encode("utf-8", "surrogateescape")
-            if series != old:
-                changes.append(Change("series", series))
-        if changes:
-            commit(folder, changes)
-    except TaintportError:
-        if made:
-            _remove_if_empty(folder)
-        raise
+        raise InputError(f"{folder}: cannot write the patches there ({err.strerror}: "
+                         f"{err.filename}); nothing was written") from None
     return Carried(layer, tuple(folder / name for name in texts), recovered, none)
+
+
+def _export(folder: Path, texts: dict[str, str], written: dict[str, str], debian: bool,
+            cache: Cache) -> str:
+    """texts written into folder, series too; what recover() said."""
+    key = cache.journal_key()
+    recovered = recover(folder, key)
+    # the same export again (a rerun after a kill) writes nothing new
+    taken = [name for name in texts if (folder / name).exists()
+             and _read(folder / name) != texts[name].encode()]
+    if taken:
+        raise InputError(f"{folder / taken[0]} exists: the layer was exported there "
+                         "before; remove it first")
+    changes = [Change(name, text.encode()) for name, text in texts.items()
+               if _read(folder / name) != text.encode()]
+    if written:
+        old = _read(folder / "series")  # a link is refused by the journal
+        # bytes that are not UTF-8 in the user's series come back as they were
+        kept = old.decode("utf-8", "surrogateescape") if old is not None else ""
+        listed = (debian_patches.listed(kept, list(written)) if debian
+                  else series_after(kept, list(written)))
+        series = listed.encode("utf-8", "surrogateescape")
+        if series != old:
+            changes.append(Change("series", series))
+    if changes:
+        commit(folder, changes, key)
+    return recovered
 
 
 def _remove_if_empty(folder: Path) -> None:

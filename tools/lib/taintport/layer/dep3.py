@@ -21,12 +21,15 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from email import policy
+from email.message import EmailMessage
 from pathlib import Path
+from typing import Sequence
 
 from taintport.errors import InputError
 from taintport.layer.model import FixPatch, PieceState
 from taintport.process import require, run
-from taintport.tree import versions
+from taintport.tree.versions import Version
 
 SEPARATOR = "---\n"
 STABLE_LIST = "stable@vger.kernel.org"
@@ -158,34 +161,80 @@ def patch_file(fix_patch: FixPatch, series: str, identity: Identity | None) -> s
             + SEPARATOR + fix_patch.diff)
 
 
-def affected(fix_patch: FixPatch) -> list[str]:
-    """The distribution kernels of versions/ that ship without the fix."""
-    return [f"{v.distribution.capitalize()} {v.release} ({v.package} {v.version}, {v.suite})"
-            for v in versions.all_versions() if fix_patch.fix.name not in v.ships]
+@dataclass(frozen=True)
+class Change:
+    """What one carried fix does to the files it touches, on top of the fixes
+    before it: {path: bytes} before and after, and each file's git mode."""
+    before: dict[str, bytes]
+    after: dict[str, bytes]
+    modes: dict[str, str]
+
+    def index(self) -> dict[str, str]:
+        """{path: "<blob before>..<blob after> <mode>"}: a mail's index lines."""
+        return {rel: f"{blob(self.before[rel])}..{blob(self.after[rel])} {self.modes[rel]}"
+                for rel in self.before}
 
 
-def mail(fix_patch: FixPatch, branch: str, identity: Identity | None,
-         index: dict[str, str]) -> str:
+@dataclass(frozen=True)
+class Seen:
+    """A boot that showed a fix's bug, as a results folder records it."""
+    fix: str
+    series: str       # the kernel series booted, "6.1"
+    kernel: str       # which kernel: "Debian bookworm's 6.1.176-1, the distribution's binary"
+    run: str          # the results run it came from: its start and folder
+
+
+def who_has_it(users: Sequence[Version]) -> str:
+    """Who runs the bug: the distribution kernels of this series whose pinned
+    source lacks the fix (versions/), each by its upload; "" for none."""
+    if not users:
+        return ""
+    kernels = [f"{v.distribution.capitalize()} {v.release} ({v.package} {v.version}, "
+               f"{v.suite})" for v in users]
+    return ("Who has it: the users of " + ", ".join(kernels)
+            + ", whose source as published lacks it.")
+
+
+def booted(bug: str, seen: Sequence[Seen]) -> str:
+    """What the results runs given showed, by run; "" for none."""
+    runs: dict[str, list[str]] = {}
+    for boot in seen:
+        runs.setdefault(boot.run, []).append(boot.kernel)
+    return " ".join(f"Booted with the bug seen ({bug}) in {run}: " + "; ".join(kernels) + "."
+                    for run, kernels in runs.items())
+
+
+def mail(fix_patch: FixPatch, branch: str, identity: Identity | None, change: Change,
+         diff: str, users: Sequence[Version] = (), seen: Sequence[Seen] = ()) -> str:
     """One fix as a mail for the stable list, `git format-patch` shaped, for a
-    stable branch ("6.1.y"): To the list, Cc upstream's author and signers;
-    below the --- why a stable tree should take it; `index` lines
-    ({path: "old..new mode"}) so `git am -3` can fall back to a merge."""
+    stable branch ("6.1.y"), carrying diff (the branch's own hunk). Headers by
+    the standard library's email (RFC 2047 for a name that is not ASCII,
+    folded as RFC 5322 says): To the list, Cc upstream's author and signers.
+    Below the ---: why a stable tree should take it, who has the bug (users)
+    and what booted kernels showed (seen: only from a results run, named).
+    change's index lines let `git am -3` fall back to a merge."""
     up = fix_patch.fix.info.upstream
     sender = str(identity) if identity else None
     cc = [who for who in dict.fromkeys([up.author, *signers(fix_patch)]) if who != sender]
-    head = [f"From {up.commit} Mon Sep 17 00:00:00 2001", f"From: {up.author}"]
-    head += [f"Date: {up.date}"] if up.date else []
-    head += [f"Subject: [PATCH {branch}] {up.subject}", f"To: {STABLE_LIST}"]
-    head += ["Cc: " + ",\n ".join(cc)] if cc else []
     why = [fix_patch.fix.info.stable] if fix_patch.fix.info.stable else []
-    kernels = affected(fix_patch)
-    if kernels:
-        why.append(wrap("Distribution kernels that ship without it (booted, the bug seen): "
-                        + ", ".join(kernels) + ".", WIDTH, ""))
-    return ("\n".join(head) + "\n\n" + f"commit {up.commit} upstream.\n\n"
-            + message(fix_patch, branch.removesuffix(".y"), identity)
-            + SEPARATOR + "".join(part + "\n\n" for part in why)
-            + diffstat(fix_patch.diff) + "\n\n" + git_diff(fix_patch.diff, index))
+    why += [wrap(text, WIDTH, "") for text in (who_has_it(users),
+                                                booted(fix_patch.fix.info.bug, seen)) if text]
+    head = EmailMessage(policy=policy.default)
+    # git format-patch's first line: the commit, and the date git always writes there
+    head.set_unixfrom(f"From {up.commit} Mon Sep 17 00:00:00 2001")
+    head["From"] = up.author
+    if up.date:
+        head["Date"] = up.date
+    head["Subject"] = f"[PATCH {branch}] {up.subject}"
+    head["To"] = STABLE_LIST
+    if cc:
+        head["Cc"] = cc
+    head.set_content(f"commit {up.commit} upstream.\n\n"
+                     + message(fix_patch, branch.removesuffix(".y"), identity)
+                     + SEPARATOR + "".join(part + "\n\n" for part in why)
+                     + diffstat(diff) + "\n\n" + git_diff(diff, change.index()), cte="8bit")
+    # bytes: a str generator would turn an 8bit body into base64
+    return head.as_bytes(unixfrom=True).decode()
 
 
 def wrap(text: str, width: int, indent: str) -> str:
@@ -236,9 +285,9 @@ def blob(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def index_lines(tree: Path, carried: tuple[FixPatch, ...]) -> list[dict[str, str]]:
-    """For each carried fix, {path: "<blob before>..<blob after> <mode>"}: each
-    fix's diff applies on top of the ones before it, as the layer made them."""
+def changes(tree: Path, carried: tuple[FixPatch, ...]) -> list[Change]:
+    """For each carried fix, its Change: each fix's diff applies on top of the
+    ones before it, as the layer made them."""
     require("patch", "patch")
     found = []
     with tempfile.TemporaryDirectory(prefix="taintport-index-") as scratch_name:
@@ -249,13 +298,13 @@ def index_lines(tree: Path, carried: tuple[FixPatch, ...]) -> list[dict[str, str
                 if not (scratch / rel).exists():
                     (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(Path(tree) / rel, scratch / rel)
-            before = {rel: blob((scratch / rel).read_bytes()) for rel in paths}
+            before = {rel: (scratch / rel).read_bytes() for rel in paths}
             diff = scratch / ".fix.diff"
             diff.write_text(fix_patch.diff)
             run(["patch", "-p1", "--fuzz=0", "--no-backup-if-mismatch", "-s", "-i", str(diff)],
                 stage="apply", cwd=scratch)
-            mode = {rel: "100755" if (Path(tree) / rel).stat().st_mode & 0o111 else "100644"
-                    for rel in paths}
-            found.append({rel: f"{before[rel]}..{blob((scratch / rel).read_bytes())} "
-                               f"{mode[rel]}" for rel in paths})
+            modes = {rel: "100755" if (Path(tree) / rel).stat().st_mode & 0o111 else "100644"
+                     for rel in paths}
+            found.append(Change(before, {rel: (scratch / rel).read_bytes() for rel in paths},
+                                modes))
     return found

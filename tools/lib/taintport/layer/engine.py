@@ -1,7 +1,7 @@
 """The layer engine: a family of upstream fixes, judged and carried by spatch.
 
-The caller hands the engine the fixes (taintport.layer.fixes.FIXES, or some
-of them); the engine never names one. Each piece is judged by its semantic
+The caller hands the engine the fixes (taintport.layer.fixes.FIXES, read from
+their records, or some of them); the engine never names one. Each piece is judged by its semantic
 patch (spatch.py: present, missing or conflicting, at file:line), or, for a
 piece no semantic patch can see, by the fix's own judge. generate() carries
 the missing pieces fix after fix on a scratch copy: spatch fixes the code,
@@ -19,11 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from taintport.cache import Cache, scratch as scratch_folder, sweep
 from taintport.layer import sources, spatch
 from taintport.layer.model import (Fix, FixInspection, FixPatch, LayerError, LayerPatch,
                                    Params, Piece, PieceSpec, PieceState, resolve_params)
 from taintport.layer.relayout import same_code
 
+# the scratch copies of a tree's files, in the cache (cache.scratch)
+SCRATCH = "layer-"
 JOBS = 2  # spatch runs at once: the machines the layer runs on have two cores
 
 
@@ -44,9 +47,17 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
     missing piece in the same run, into the output file."""
     candidates = spec.candidates(version)
     existing = [rel for rel in candidates if (root / rel).is_file()]
+    for rel in existing:
+        # no judge can say what a file half-way through a merge holds
+        marker = sources.conflict_marker(sources.load(root / rel))
+        if marker is not None:
+            line, sign = marker
+            return (Piece(spec.name, rel, line, PieceState.UNRECOGNISED,
+                          f"a merged file, found an unresolved conflict marker ({sign} at "
+                          f"line {line}): resolve the merge first"), frozenset(), None)
     if spec.judge is not None:
         for rel in existing:
-            found = spec.judge((root / rel).read_text(), rel, params)
+            found = spec.judge(sources.load(root / rel), rel, params)
             if found:
                 return found, frozenset(), None
     else:
@@ -54,7 +65,8 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
         # where a rule that matched in one file changes what another may match
         for rel in existing:
             out = (root / rel).with_name(f"{Path(rel).name}.spatch-out") if patch else None
-            said = spatch.run(spec.cocci, [rel], root, params, spec.name, out=out)
+            said = spatch.run(spec.cocci, [rel], root, {**params, **dict(spec.defines)},
+                              spec.name, out=out)
             if said.verdicts:
                 return _from_verdicts(spec, rel, said.verdicts), said.fired, out
     own = candidates[0] if version is not None or not existing else existing[0]
@@ -81,7 +93,7 @@ def _own_params(fix: Fix, params: Params) -> dict[str, str]:
 
 def _checked_texts(root: Path, fixes: Sequence[Fix]) -> dict[str, str]:
     """Every file a piece of these fixes can live in that the tree has, read
-    and checked (no link, UTF-8, LF): refused here, before anything runs."""
+    byte for byte (a link is refused here, before anything runs)."""
     texts: dict[str, str] = {}
     for fix in fixes:
         for spec in fix.pieces:
@@ -108,19 +120,20 @@ def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    out = []
-    for fix in fixes:
-        why = fix.applies(texts.get)
-        pieces = _judge_all(fix.pieces, root, version, _own_params(fix, values))
-        out.append(FixInspection(fix, pieces, why))
-    return out
+    # every fix's pieces in one pool: a fix of one piece does not wait for the next
+    jobs = [(spec, _own_params(fix, values)) for fix in fixes for spec in fix.pieces]
+    with ThreadPoolExecutor(max_workers=JOBS) as pool:
+        judged = iter(list(pool.map(lambda job: judge(job[0], root, version, job[1]), jobs)))
+    return [FixInspection(fix, tuple(next(judged) for _ in fix.pieces), fix.applies(texts.get))
+            for fix in fixes]
 
 
 def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
     if piece.state is PieceState.NO_FILE:
         raise LayerError(piece.name, piece.path, f"the file ({spec.expected}); file not found")
     if piece.state is PieceState.UNRECOGNISED:
-        raise LayerError(piece.name, piece.path, spec.expected)
+        raise LayerError(piece.name, f"{piece.path}:{piece.line}" if piece.line else piece.path,
+                         piece.detail or spec.expected)
     if piece.state is PieceState.CONFLICTING:
         raise LayerError(piece.name, f"{piece.path}:{piece.line}",
                          f"room for the fix, but {piece.detail}")
@@ -136,10 +149,11 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
         if piece.state is not PieceState.MISSING:
             return piece, ""
         path = scratch / piece.path
-        before = path.read_text()
+        # the one file the piece changes: refused here when it could not be given back
+        before = sources.check_writable(sources.load(path), piece.path, spec.name)
         text, note = before, ""
         if spec.cocci:
-            after = out.read_text() if out is not None and out.exists() else before
+            after = sources.load(out) if out is not None and out.exists() else before
             if not fired or after == before:
                 raise LayerError(piece.name, piece.path,
                                  f"a rule of {spec.cocci} to fix the place it reported "
@@ -151,7 +165,7 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
             text, note = relaid.text, relaid.note
         if spec.scripted is not None:
             text = spec.scripted(piece, text, params)
-        path.write_text(text)
+        sources.save(path, text)
         return piece, note
     finally:
         if out is not None:
@@ -191,36 +205,39 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
     return pieces, tuple(note for _, note in carried if note)
 
 
-def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None) -> LayerPatch:
+def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None,
+             cache: Cache | None = None) -> LayerPatch:
     """The layer for tree: one -p1 unified diff per fix, in upstream order.
 
     tree is only read: the work happens on a scratch copy of the files the
-    pieces live in, each fix on top of the ones before it. All or nothing:
-    either every diff or LayerError.
+    pieces live in, each fix on top of the ones before it, in the cache
+    (by default the user's): a killed run's copy is removed by the next run,
+    never left in TMPDIR. All or nothing: either every diff or LayerError.
     """
     root = _check_root(tree)
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    with tempfile.TemporaryDirectory(prefix="taintport-layer-") as scratch_name:
-        scratch = Path(scratch_name)
+    parent = (cache or Cache()).scratch_parent()
+    sweep(parent, SCRATCH)
+    with scratch_folder(parent, SCRATCH) as scratch:
         for rel, text in texts.items():
             (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
-            (scratch / rel).write_text(text)
+            sources.save(scratch / rel, text)
         patches = []
         for fix in fixes:
             own = _own_params(fix, values)
-            before = {rel: (scratch / rel).read_text() for rel in texts}
+            before = {rel: sources.load(scratch / rel) for rel in texts}
             why = fix.applies(before.get)
             if why:
                 pieces = _judge_all(fix.pieces, scratch, version, own)
                 patches.append(FixPatch(fix, pieces, own, not_applicable=why))
                 continue
             pieces, adapted = _carry_fix(fix, scratch, version, own)
-            diff = "".join(_unified(rel, before[rel], (scratch / rel).read_text())
+            diff = "".join(_unified(rel, before[rel], sources.load(scratch / rel))
                            for rel in sorted(texts))
             patches.append(FixPatch(fix, pieces, own, diff, adapted=adapted))
-        after = {rel: (scratch / rel).read_text() for rel in texts}
+        after = {rel: sources.load(scratch / rel) for rel in texts}
     changed = {rel: text for rel, text in after.items() if text != texts[rel]}
     diff = "".join(_unified(rel, texts[rel], changed[rel]) for rel in sorted(changed))
     return LayerPatch(diff, tuple(patches), changed)
@@ -237,7 +254,7 @@ def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None 
         rel = spec.paths[-1]
         target = scratch / rel
         target.parent.mkdir(parents=True)
-        target.write_text(sources.decode(text.encode(), rel, spec.name))
+        sources.save(target, sources.check_writable(text, rel, spec.name))
         piece, _ = _carry_piece(spec, scratch, None, values)
         _refuse_unknown(spec, piece)
         if piece.state is PieceState.MISSING:
@@ -245,7 +262,7 @@ def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None 
             if after.state is not PieceState.PRESENT:
                 raise LayerError(after.name, after.path, "the piece present after patching, "
                                  f"found {after.state.value}")
-        return target.read_text()
+        return sources.load(target)
 
 
 def _unified(rel: str, before: str, after: str) -> str:

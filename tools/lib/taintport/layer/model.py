@@ -1,11 +1,13 @@
 """What the layer knows and says: fixes, their pieces, and their states in a tree.
 
-A fix (tools/lib/taintport/layer/fixes/<name>.py) is a list of pieces plus its
-header data (taintport.family). A piece lives in one file of a tree (which
-one can depend on the kernel's version), is judged and carried by one
-semantic patch (semantic-patches/*.cocci), and may need a re-layout of what
-spatch printed or a scripted edit SmPL cannot make (a comment, a multi-line
-#define). The engine (engine.py) runs them; nothing here runs anything.
+A fix (semantic-patches/<name>/fix.toml, read by fixes.py) is a list of
+pieces plus its header data (taintport.family). A piece lives in one file of
+a tree (which one can depend on the kernel's version), is judged and carried
+by one semantic patch (a .cocci of its fix's folder, or a shared one with the
+record's -D values), and may need a re-layout of what spatch printed or a
+scripted edit SmPL cannot make (a comment, a multi-line #define): the
+record names them among strategies.py's rules. The engine (engine.py) runs
+them; nothing here runs anything.
 """
 import enum
 import re
@@ -112,7 +114,10 @@ class PieceSpec:
     #                                whose `since` is at most V
     expected: str                  # what a tree in no known shape lacks
     cocci: str = ""                # the semantic patch that judges and carries it
-    judge: TextJudge | None = None  # only for a piece no semantic patch can see
+    #                                (relative to semantic-patches/)
+    defines: tuple[tuple[str, str], ...] = ()  # its -D values, from the record
+    judge: TextJudge | None = None  # only for a piece no semantic patch can see,
+    not_smpl: str = ""             # and then the record says why SmPL cannot judge it
     relayout: Relayout = keep_spatch_output
     scripted: Scripted | None = None
 
@@ -246,13 +251,21 @@ class LayerPatch:
     @property
     def summary(self) -> str:
         """One line for logs and reports."""
-        if self.empty and all(fp.outcome is Outcome.ALREADY_UPSTREAM for fp in self.patches):
+        return self.describe({})
+
+    def describe(self, pushed: Mapping[str, str]) -> str:
+        """The summary, where pushed ({fix: patch}) names the fixes present
+        only because taintport's own patch, already pushed, put them there."""
+        if not pushed and self.empty and all(fp.outcome is Outcome.ALREADY_UPSTREAM
+                                             for fp in self.patches):
             return Outcome.ALREADY_UPSTREAM.value
         words = []
         for fp in self.patches:
             if fp.outcome is Outcome.CARRIED:
                 missing = [p.name for p in fp.pieces if p.state is PieceState.MISSING]
                 words.append(f"{fp.fix.name}: carried {', '.join(missing)}")
+            elif fp.fix.name in pushed:
+                words.append(f"{fp.fix.name}: carried by {pushed[fp.fix.name]} (pushed before)")
             else:
                 words.append(f"{fp.fix.name}: {fp.outcome.value}")
         return "; ".join(words)

@@ -25,7 +25,13 @@ from taintport.cache import Cache, scratch, sweep
 from taintport.errors import InputError, RunError, TaintportError
 from taintport.layer import engine, fixes, model, regen
 from taintport.process import stop_all
-from taintport.tree import fetch, series, variants
+from taintport.tree import series, variants
+from taintport.tree.archive.apt import NotServed
+from taintport.tree.archive.download import fetch_deb
+from taintport.tree.archive.indexes import Indexes
+from taintport.tree.archive.published import Published
+from taintport.tree.disk import disk_error
+from taintport.tree.untar import untar
 from taintport.tree.versions import Source, Version
 
 # the files the pieces can live in, and the Makefile that says which (the version)
@@ -55,7 +61,7 @@ class Outcome:
 class Offer:
     """One linux-source upload a suite lists, with the version whose suite it is."""
     template: Version
-    published: fetch.Published
+    published: Published
 
 
 def suites_of(templates: list[Version]) -> list[tuple[Source, Version]]:
@@ -68,7 +74,7 @@ def suites_of(templates: list[Version]) -> list[tuple[Source, Version]]:
     return list(seen.items())
 
 
-def offered(indexes: fetch.Indexes, source: Source) -> list[fetch.Published]:
+def offered(indexes: Indexes, source: Source) -> list[Published]:
     """Every version of every linux-source-X.Y in source's suite, oldest first."""
     apt = indexes.apt(source)
     found = []
@@ -100,7 +106,7 @@ def piece_files(deb: Path, package: str, dest: Path,
     Python's tarfile took three times as long); a name this tree does not
     have is no error, anything else tar says is."""
     members = [f"{package}/{rel}" for rel in files]
-    codes, told = fetch.untar(deb, f"usr/src/{package}.tar.xz", dest, members)
+    codes, told = untar(deb, f"usr/src/{package}.tar.xz", dest, members)
     absent = {f"tar: {m}: Not found in archive" for m in members} | {
         "tar: Exiting with failure status due to previous errors"}
     # GNU tar exits 2 for a named member the archive lacks (kernel/module.c on 6.1)
@@ -132,12 +138,12 @@ class Pieces:
 
 
 def read(cache: Cache, offer: Offer, quilt: series.Series | None, log: Path,
-         indexes: fetch.Indexes | None = None, keep: Callable[[str], bool] = lambda _: True
+         indexes: Indexes | None = None, keep: Callable[[str], bool] = lambda _: True
          ) -> Pieces:
     """Fetch the upload's .deb (dropped afterwards unless keep(sha256)) and
     read the files the layer and the full pre-fix state look at."""
     p = offer.published
-    deb, _ = fetch.fetch_deb(cache, as_version(offer), log, None, indexes)
+    deb, _ = fetch_deb(cache, as_version(offer), log, None, indexes)
     done = ExitStack()
     try:
         tmp = done.enter_context(scratch(cache.root / "check", SCRATCH))
@@ -167,18 +173,18 @@ def outcome_of(offer: Offer, work: Callable[[], str], start: float) -> Outcome:
     p = offer.published
     try:
         verdict = work()
-    except fetch.NotServed as err:
+    except NotServed as err:
         # listed but not served: every upload the archive serves is still checked
         verdict = NOT_SERVED + str(err).splitlines()[0].removeprefix("fetch: ")
     except TaintportError as err:
         verdict = "error: " + str(err).splitlines()[0]
     except OSError as err:
-        verdict = "error: " + str(fetch.disk_error(err, f"reading {p.package} {p.version}",
+        verdict = "error: " + str(disk_error(err, f"reading {p.package} {p.version}",
                                                    Path(err.filename or ".")))
     return Outcome(p.suite, p.package, p.version, verdict, time.monotonic() - start)
 
 
-def check_one(cache: Cache, template: Version, published: fetch.Published, log: Path,
+def check_one(cache: Cache, template: Version, published: Published, log: Path,
               quilt: series.Series | None = None) -> Outcome:
     """The layer on one offered upload, fetched here."""
     offer = Offer(template, published)
@@ -203,7 +209,7 @@ def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: model.La
     return f"full pre-fix state: identical in {len(full.compared)} files"
 
 
-def offers(indexes: fetch.Indexes, templates: list[Version]) -> list[Offer]:
+def offers(indexes: Indexes, templates: list[Version]) -> list[Offer]:
     """Every upload the versions' suites list, suite by suite."""
     return [Offer(template, published) for source, template in suites_of(templates)
             for published in offered(indexes, source)]
@@ -215,7 +221,7 @@ def check_all(cache: Cache, templates: list[Version], log: Path,
     the next upload and reads its files (xz on both cores) while the layer
     (spatch, one core) runs on this one; only the .debs a version pins stay
     in the cache."""
-    indexes = fetch.Indexes(cache, log)
+    indexes = Indexes(cache, log)
     todo = offers(indexes, templates)
     sweep(cache.root / "check", SCRATCH)
     pinned = {t.sha256 for t in templates} | {

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from taintport.cache import write_atomic
 from taintport.errors import InputError
 from taintport.layer import dep3, engine, fixes, stable
 from taintport.layer.model import FixPatch, LayerPatch, Outcome
@@ -81,7 +82,8 @@ def generate_for(tree: Path, quilt_series: series.Series, version: Version,
     start = time.monotonic()
     on_reverted = engine.generate(tree, fixes.FIXES)
     seconds = time.monotonic() - start
-    kept = [fp.fix.name for fp in on_reverted.patches if fp.outcome is not Outcome.CARRIED]
+    # a fix the tree cannot have (not applicable) is neither shipped nor removed
+    kept = [fp.fix.name for fp in on_reverted.patches if fp.outcome is Outcome.ALREADY_UPSTREAM]
     if kept:
         raise InputError(f"{version.name}: the layer finds nothing to do for "
                          f"{', '.join(kept)} on the reverted tree: the negative control "
@@ -113,9 +115,11 @@ def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
             if name not in wanted:
                 (directory / name).unlink(missing_ok=True)
         for name, text in texts.items():
-            (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            (directory / name).write_text(text)
+            write_atomic(directory / name, text)
         _list(directory / "series", old_generated, list(wanted))
+        # the series as written: a renamed patch (a fix added before another)
+        # is gone from the folder, and the old series would still name it
+        quilt_series = series.load(version.name, quilt_dir)
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
     full = from_full_state(tree, quilt_series, version, log)
@@ -139,7 +143,7 @@ def _list(series_file: Path, old: list[str], new: list[str]) -> None:
         while at + 1 < len(kept) and kept[at + 1].startswith("#"):
             at += 1
         kept[at + 1:at + 1] = mine
-    series_file.write_text("\n".join(kept).rstrip("\n") + "\n")
+    write_atomic(series_file, "\n".join(kept).rstrip("\n") + "\n")
 
 
 def identical_to_patched(tree: Path, quilt_series: series.Series, version_name: str,

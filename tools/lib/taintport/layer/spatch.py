@@ -13,6 +13,7 @@ rule that changed code. A plain spatch or `make coccicheck` run never prints
 them; its report mode prints the same messages at the same places, so what
 the layer says about a tree is what the semantic patches say.
 """
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Iterable
 
 from taintport.family import SEMANTIC_PATCHES
 from taintport.layer.model import LayerError, Params, Span
+from taintport.process import orphan_proof
 
 SPATCH_TIMEOUT = 600
 # spatch embeds the python3 it finds on PATH unless told which: ours is
@@ -50,6 +52,20 @@ class Said:
     fired: frozenset[str]
 
 
+def environment(piece: str, shown: str) -> dict[str, str]:
+    """The run's environment with a HOME: spatch (OCaml) ends in "Fatal error:
+    exception Not_found" without one (cron, env -i, a service). A HOME that is
+    unset is the user's home from the password database, as a login sets it."""
+    env = dict(os.environ)
+    if "HOME" not in env:
+        home = os.path.expanduser("~")
+        if home == "~":
+            raise LayerError(piece, shown, "HOME set (spatch needs it, and this user has no "
+                             "home in the password database either)")
+        env["HOME"] = home
+    return env
+
+
 def run(cocci: str, files: Iterable[str], cwd: Path, params: Params, piece: str,
         out: Path | None = None) -> Said:
     """spatch with cocci on files (relative to cwd): the verdicts, and with
@@ -66,8 +82,8 @@ def run(cocci: str, files: Iterable[str], cwd: Path, params: Params, piece: str,
            "--no-includes", "--include-headers", "--very-quiet", *files]
     shown = ", ".join(files)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SPATCH_TIMEOUT,
-                              cwd=cwd)
+        proc = subprocess.run(orphan_proof(cmd), capture_output=True, text=True,
+                              timeout=SPATCH_TIMEOUT, cwd=cwd, env=environment(piece, shown))
     except FileNotFoundError:
         raise LayerError(piece, shown, "spatch installed (Debian: coccinelle)") from None
     except subprocess.TimeoutExpired:

@@ -16,7 +16,7 @@ from taintport.tree.variants import Variant
 # a check's expected/observed as KTAP says it; None: the agent never reported it
 WORDS = {True: "ok", False: "not ok", None: "missing"}
 # the stages a cell is timed in, in pipeline order
-STAGES = ("fetch", "apply", "build", "kvm_probe", "initramfs", "boot")
+STAGES = ("fetch", "apply", "build", "kvm_probe", "initramfs", "boot", "selftests")
 # tuxrun's exit codes: a known bug of a shipped tree is what the run set out to show
 EXIT_MEANING = {0: "every cell as expected", 1: "a kernel behaved unexpectedly",
                 2: "the run itself broke"}
@@ -35,6 +35,7 @@ class Timings:
     kvm_probe: float | None = None
     initramfs: float | None = None
     boot: float | None = None
+    selftests: float | None = None  # their own image and boot, after the agent's
 
     def record(self, stage: str, seconds: float) -> None:
         if stage not in STAGES:

@@ -10,11 +10,16 @@ MAX_DEPTH), checked field by field by schema.py; every path a cell names
 stays inside the folder once links are resolved. A refusal is an InputError
 naming the file and the field (exit 2).
 
-Writing: one run (or merge) holds a folder at a time (its lock file), a
-folder that holds results is never taken for a new run, every file is
-replaced atomically, and a write the disk refuses is an OutputError naming
-the file, with the file that was there left as it was.
+Writing: what taintport writes, it reads back: the caps above are the
+writer's too (fits(); a cell's free text is cut to schema.MAX_STRING). One
+run (or `report DIR`) holds a folder at a time (its lock file) and removes
+the temp files a killed writer left; a folder that holds results is never
+taken for a new run; every file is replaced atomically; a merge is made
+beside its --out and renamed into place (replacing()), whole or not at all;
+and a write the disk refuses is an OutputError naming the file, with the
+file that was there left as it was.
 """
+import errno
 import fcntl
 import json
 import math
@@ -23,11 +28,14 @@ import re
 import shutil
 import stat
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+from urllib.parse import quote
 
-from taintport.cache import holding, write_atomic
+from taintport import atomic
+from taintport.cache import UMASK, holding, scratch, sweep, write_atomic
 from taintport.errors import InputError, OutputError
 from taintport.judge.verdict import Status
 from taintport.kernel.boot import Accel
@@ -38,10 +46,15 @@ from taintport.results.schema import JSON, Reader
 from taintport.tree.variants import Variant
 
 LOCK = ".taintport-run.lock"
-# matrix.json of the five kernels' 25 cells is about 2 MiB
+# The size caps of a results folder, for reading and writing alike: what
+# taintport writes, it reads back. matrix.json of the five kernels' 25 cells
+# is about 2 MiB; no file (matrix.json, cell.json, a report) is written
+# larger than the reader takes (fits()).
 MAX_JSON = 64 << 20
-# the most of a log (KTAP, console) a report reads: its end
+# the most of a log (KTAP, console) a report reads, and merge copies: its end
 MAX_LOG = 4 << 20
+# all the logs index.html shows, shared among its cells (each at most MAX_LOG)
+MAX_PAGE_LOGS = 32 << 20
 # an integer in a results file is an exit code or a count
 MAX_DIGITS = 20
 # taintport writes seven levels (the kcidb view's tests[].misc.fixes)
@@ -73,22 +86,34 @@ def read_bytes(path: Path, limit: int) -> bytes:
     return data
 
 
-def read_log(path: Path, limit: int = MAX_LOG) -> str | None:
-    """The end of a log the run left (at most limit bytes of it, said so when
-    cut), or None when the run never wrote it."""
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None  # never written (or not readable, which a report shows the same way)
+def read_tail(path: Path, limit: int = MAX_LOG) -> bytes:
+    """The end of a regular file: at most limit bytes, from a line's start,
+    after a line that says how much was left out. The size is st_size, never
+    what is on disk: a sparse file of 1 GiB is 1 GiB (and only its end is read)."""
+    fd = open_regular(path)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         handle.seek(max(0, size - limit))
         data = handle.read(limit)
-    text = data.decode(errors="replace")
-    if size > limit:
-        text = f"[taintport: the first {size - limit} bytes of {path.name} left out]\n" + \
-            text.partition("\n")[2]
-    return text
+    if size <= limit:
+        return data
+    rest = data.partition(b"\n")[2]
+    return f"[taintport: the first {size - len(rest)} bytes of {path.name} left out: " \
+        f"taintport keeps the last {limit} bytes of a log]\n".encode() + rest
+
+
+def read_log(path: Path, limit: int = MAX_LOG) -> str | None:
+    """The end of a log the run left (read_tail), or None when the run never wrote it."""
+    try:
+        return read_tail(path, limit).decode(errors="replace")
+    except OSError:
+        return None  # never written (or not readable, which a report shows the same way)
+
+
+def page_log_limit(cells: int) -> int:
+    """How much of each log index.html shows: MAX_PAGE_LOGS shared by the
+    cells' logs (KTAP, console, build), at most MAX_LOG each."""
+    return min(MAX_LOG, MAX_PAGE_LOGS // max(1, 3 * cells))
 
 
 class Refused(ValueError):
@@ -120,13 +145,39 @@ def parse(path: Path) -> JSON:
     except (OSError, UnicodeDecodeError) as err:
         raise InputError(f"{path}: cannot read: {err}") from None
     try:
-        return json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int,
-                          parse_float=finite_float)
+        doc = json.loads(text, parse_constant=refuse_constant, parse_int=bounded_int,
+                         parse_float=finite_float)
     except (Refused, RecursionError):
         # where: the parser says nothing, so the text is walked to the first one
         raise InputError(f"{path}: {locate(text)}") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{path}: cannot read: {err}") from None
+    where = unpaired_surrogate(doc)
+    if where is not None:
+        raise InputError(f"{path}: {where}: a \\u escape of half a UTF-16 surrogate pair, "
+                         "not a character (no report could be written with it)")
+    return doc
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unpaired_surrogate(doc: JSON) -> str | None:
+    """The field of a string (or key) holding a lone surrogate, which
+    json.loads lets through from a \\ud800 escape and no UTF-8 writer accepts."""
+    stack: list[tuple[str, JSON]] = [("", doc)]
+    while stack:
+        at, value = stack.pop()
+        if isinstance(value, str) and SURROGATE.search(value):
+            return at or "the document"
+        items = value.items() if isinstance(value, dict) else \
+            enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            name = f"{at}.{key}".lstrip(".") if isinstance(key, str) else f"{at}[{key}]"
+            if isinstance(key, str) and SURROGATE.search(key):
+                return f"{name} (its key)".encode(errors="backslashreplace").decode()
+            stack.append((name, item))
+    return None
 
 
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?(?:Infinity|NaN)|'
@@ -194,11 +245,58 @@ def logs_inside(folder: Path, cell: Cell, where: str) -> None:
 
 def load_matrix(folder: Path | str) -> Matrix:
     """matrix.json of a results folder, checked (and the log files its cells name)."""
+    return loaded(folder)[1]
+
+
+def loaded(folder: Path | str) -> tuple[JSON, Matrix]:
     path = Path(folder) / "matrix.json"
-    doc = schema.read_matrix(Reader(path), parse(path))
+    data = parse(path)
+    doc = schema.read_matrix(Reader(path), data)
     for i, cell in enumerate(doc.cells):
         logs_inside(Path(folder), cell, f"{path}: cells[{i}]")
-    return doc
+    return data, doc
+
+
+def load_published(folder: Path | str, given: str | None) -> tuple[Matrix, str | None]:
+    """load_matrix, and the base `report DIR` links the folder's files under:
+    given (--artifacts-url), else $TAINTPORT_ARTIFACTS_URL (kcidb.artifacts
+    reads it), else where the folder was published before (published_at):
+    its URLs are kept, never turned into file:// ones."""
+    data, doc = loaded(folder)
+    if given or os.environ.get(kcidb.ARTIFACTS_ENV):
+        return doc, given
+    return doc, published_at(Path(folder) / "matrix.json", data, doc.cells)
+
+
+def published_at(path: Path, data: JSON, cells: Sequence[Cell]) -> str | None:
+    """Where the folder was published, as its KCIDB view's build logs say (the
+    base their URLs share), when an http(s) URL: `report DIR` keeps it. None
+    for a file:// base (where the folder was: report makes it anew) or a view
+    that names none."""
+    view = data.get("kcidb")
+    builds = view.get("builds") if isinstance(view, dict) else None
+    logs = {quote(cell.logs.build, safe="/") for cell in cells}
+    bases = set()
+    for build in builds if isinstance(builds, list) else ():
+        url = build.get("log_url") if isinstance(build, dict) else None
+        if not isinstance(url, str) or url.count("/") < 2:
+            continue
+        # base + version/variant/build.log, the base ending in "/" or "#"
+        head, variant, name = url.rsplit("/", 2)
+        cut = max(head.rfind("/"), head.rfind("#")) + 1
+        if f"{head[cut:]}/{variant}/{name}" in logs:
+            bases.add(head[:cut])
+    if not bases or all(base.startswith("file:") for base in bases):
+        return None
+    if len(bases) > 1:
+        raise InputError(f"{path}: kcidb.builds: log URLs under {len(bases)} different bases, "
+                         "not a view taintport wrote; give the one with --artifacts-url")
+    base = bases.pop()
+    try:
+        return kcidb.artifacts(path.parent, base).base
+    except InputError as err:
+        raise InputError(f"{path}: kcidb.builds[].log_url: {str(err).partition(': ')[2]}") \
+            from None
 
 
 def read_cell(path: Path) -> Cell:
@@ -264,24 +362,99 @@ def writing(folder: Path, resume: bool = False) -> Iterator[None]:
         if not resume:
             refuse_used(folder)  # a run that took the lock just before us
         with holding(handle, f"pid {os.getpid()}"):
+            sweep_temps(folder)
             yield
 
 
-def empty(folder: Path) -> None:
-    """Everything in a folder this process holds (writing()) but its lock, removed."""
-    for entry in Path(folder).iterdir():
-        if entry.name == LOCK:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
+def sweep_temps(folder: Path) -> None:
+    """The files a writer killed before its rename left (atomic.temp_beside's
+    names), removed by atomic.sweep: a live writer's is never taken."""
+    for top, _, files in os.walk(folder):  # links are not followed
+        for target in {atomic.target_of(name) for name in files} - {None}:
+            atomic.sweep(Path(top) / str(target))
+
+
+def held_by(lock: Path) -> str | None:
+    """Who holds a results folder's lock file now (None: nobody; a run that held it was killed)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read(200).strip() or "another run"
+    return None
+
+
+@contextmanager
+def replacing(out: Path) -> Iterator[Path]:
+    """report merge's --out, all or nothing: the merge is made in a scratch
+    folder beside out (locked while this process lives; what a killed merge
+    left there is removed first), which becomes out by one rename when the
+    block ends without an error. out must be absent, or empty but for a lock
+    nobody holds; a merge killed at any point leaves it as it was."""
+    out = Path(out)
+    if out.name in ("", ".", ".."):
+        raise InputError(f"--out {out}: name the folder itself (the merge is made beside "
+                         "it and renamed to its name)")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise InputError(f"--out {out}: not a folder")
+    refuse_used(out)
+    holder = held_by(out / LOCK)
+    if holder:
+        raise InputError(f"{out}: {holder} is writing this results folder; "
+                         "wait for it or choose another --out")
+    prefix = f".{out.name}.taintport-merge-"
+    with ExitStack() as stack:
+        try:
+            sweep(out.parent, prefix)
+            folder = stack.enter_context(scratch(out.parent, prefix))
+        except OSError as err:
+            raise OutputError(f"{out.parent}: cannot make the merge beside --out {out.name}: "
+                              f"{err.strerror or err}") from None
+        yield folder
+        install(folder, out)
+
+
+def install(folder: Path, out: Path) -> None:
+    """folder renamed to out (empty, or only a lock nobody holds), with the mode
+    a folder this user makes has."""
+    try:
+        os.chmod(folder, 0o777 & ~UMASK)
+        if out.is_dir():
+            if held_by(out / LOCK):
+                raise FileExistsError(errno.EEXIST, "held")
+            (out / LOCK).unlink(missing_ok=True)
+            out.rmdir()
+        os.rename(folder, out)
+        fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        if err.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            raise InputError(f"--out {out} already holds results: another run or merge "
+                             "wrote it meanwhile; this merge is left out") from None
+        raise OutputError(f"{out}: cannot put the merge in place: "
+                          f"{err.strerror or err}") from None
 
 
 # -- writing -----------------------------------------------------------------------
 
+def fits(path: Path, text: str) -> None:
+    """A results file is never written larger than MAX_JSON, what the reader takes."""
+    size = len(text.encode())
+    if size > MAX_JSON:
+        raise OutputError(f"{path}: would be {size} bytes, more than the {MAX_JSON} "
+                          "taintport reads of a results file; nothing written")
+
+
 def write_text(path: Path, text: str) -> None:
-    """path replaced by text at once, or an OutputError with path as it was."""
+    """path replaced by text at once (fits()), or an OutputError with path as it was."""
+    fits(path, text)
     try:
         write_atomic(path, text)
     except OSError as err:
@@ -296,9 +469,12 @@ def write_cell(out: Path, cell: Cell) -> None:
 
 def document(out: Path, doc: Matrix, artifacts_url: str | None = None) -> str:
     """matrix.json's text, with its "kcidb" view computed from the cells; its
-    URLs lead where the folder is published (kcidb.artifacts)."""
+    URLs lead where the folder is published (kcidb.artifacts). The view is made
+    of the cells as written (schema.fitted): a run's cell of 30 MB of errors
+    is no 30 MB in the view."""
     data = schema.write_matrix(doc)
-    data["kcidb"] = kcidb.report(doc, kcidb.artifacts(out, artifacts_url))
+    written = replace(doc, cells=[schema.fitted(cell) for cell in doc.cells])
+    data["kcidb"] = kcidb.report(written, kcidb.artifacts(out, artifacts_url))
     return json.dumps(data, indent=2) + "\n"
 
 
@@ -311,7 +487,9 @@ def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
     hold there. Version names were checked when each matrix.json was read;
     links are left out (a job's artifact must not copy the host's files into
     the report), and anything else that is not a file or a folder is refused
-    before a file is copied."""
+    before a file is copied. A .json file is copied whole (at most MAX_JSON,
+    as it is read), any other as a log: its last MAX_LOG bytes (read_tail),
+    so that a sparse console.log of 1 GiB is no 1 GiB of disk in the copy."""
     plan: list[tuple[Path, Path]] = []
     for folder in dirs:
         for version in sorted({c.version for c in load_matrix(folder).cells}):
@@ -320,10 +498,10 @@ def copy_logs(dirs: Sequence[Path | str], out: Path) -> None:
                 plan += files_below(source, Path(out) / version)
     for source, dest in plan:
         try:
+            data = read_bytes(source, MAX_JSON) if source.suffix == ".json" else \
+                read_tail(source, MAX_LOG)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            fd = open_regular(source)
-            with os.fdopen(fd, "rb") as reading, open(dest, "wb") as writing_:
-                shutil.copyfileobj(reading, writing_)
+            write_atomic(dest, data)
             shutil.copystat(source, dest)
         except OSError as err:
             raise OutputError(f"{dest}: cannot copy {source}: {err.strerror or err}") from None

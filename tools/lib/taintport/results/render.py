@@ -7,6 +7,7 @@ run applied are copied in too (<version>/patches/), where the KCIDB view's
 URLs lead.
 """
 import hashlib
+from functools import partial
 from pathlib import Path
 
 from taintport.errors import InputError, OutputError
@@ -59,51 +60,65 @@ def write_patches(out_dir: Path, patches: Patches) -> None:
 
 def reports(out_dir: Path, doc: Matrix, patches: Patches | None = None) -> dict[str, str]:
     """{file name: text} of every report, made before any is written."""
+    page_log = partial(folder.read_log, limit=folder.page_log_limit(len(doc.cells)))
     return {"junit.xml": junit.render(doc), "summary.md": summary.render(doc),
-            "index.html": htmlpage.render(doc, out_dir, folder.read_log, patches)}
+            "index.html": htmlpage.render(doc, out_dir, page_log, patches)}
 
 
-def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
-            with_document: bool = False, artifacts_url: str | None = None) -> list[Path]:
-    """Every report (and matrix.json, with_document, its KCIDB view's URLs
-    leading to artifacts_url) made, then the patches' copies and each report
-    written next to matrix.json; returns the reports' paths. A report that
-    cannot be made (a log that is not a regular file) writes nothing."""
+def made(out_dir: Path, doc: Matrix, patches: Patches | None = None,
+         with_document: bool = False, artifacts_url: str | None = None) -> dict[str, str]:
+    """{file name: text} of every report (and matrix.json, with_document, its
+    KCIDB view's URLs leading to artifacts_url), each checked to be no larger
+    than the reader takes (folder.fits). A report that cannot be made (a log
+    that is not a regular file) or is too large raises before any is written."""
     texts = reports(out_dir, doc, patches)
     if with_document:
         texts = {"matrix.json": folder.document(out_dir, doc, artifacts_url), **texts}
+    for name, text in texts.items():
+        folder.fits(Path(out_dir) / name, text)
+    return texts
+
+
+def written(out_dir: Path, texts: dict[str, str], patches: Patches | None) -> list[Path]:
+    """The patches' copies and each text made written next to matrix.json; the reports' paths."""
     write_patches(Path(out_dir), patches or {})
     for name, text in texts.items():
         folder.write_text(Path(out_dir) / name, text)
     return [Path(out_dir) / name for name in texts if name != "matrix.json"]
 
 
-def republish(out_dir: Path, quilt_dir: Path = series.QUILT_DIR,
-              artifacts_url: str | None = None, with_document: bool = True) -> list[Path]:
-    """Every report of a results folder made again from its matrix.json (and
-    matrix.json itself, with_document); returns the reports' paths."""
-    doc = folder.load_matrix(out_dir)
-    return publish(out_dir, doc, read_patches(doc, quilt_dir), with_document=with_document,
-                   artifacts_url=artifacts_url)
+def publish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
+            with_document: bool = False, artifacts_url: str | None = None) -> list[Path]:
+    """Every report made, then written, in a folder this process holds (a run, a merge)."""
+    return written(out_dir, made(out_dir, doc, patches, with_document, artifacts_url), patches)
+
+
+def republish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
+              artifacts_url: str | None = None) -> list[Path]:
+    """`report DIR`: matrix.json and every report made, then written while the
+    folder is held (a run writing it is refused; the temp files a killed
+    report left are removed: folder.writing)."""
+    texts = made(out_dir, doc, patches, True, artifacts_url)
+    with folder.writing(out_dir, resume=True):
+        return written(out_dir, texts, patches)
 
 
 def merge(sources: list[Path], out: Path, quilt_dir: Path = series.QUILT_DIR,
           artifacts_url: str | None = None) -> tuple[Matrix, list[Path]]:
     """One results folder from runs that each did some kernels: every source
     read and checked before out is touched; out is new or empty and none of
-    the sources, is held while written, and holds nothing again when the
-    merge cannot finish. Returns the merged document and its reports' paths."""
+    the sources, and gets the whole merge at once or nothing
+    (folder.replacing). Returns the merged document and its reports' paths in out."""
     for source in sources:
         theirs, mine = Path(source).resolve(), Path(out).resolve()
         if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
             raise InputError(f"--out {out}: {source} is merged from it: the merged "
                              "results go to a new or empty folder of their own")
     doc = compare.merge(sources)
-    with folder.writing(out):
-        try:
-            folder.copy_logs(sources, out)
-            return doc, publish(out, doc, read_patches(doc, quilt_dir), with_document=True,
-                                artifacts_url=artifacts_url)
-        except BaseException:
-            folder.empty(out)  # it held nothing when the lock was taken
-            raise
+    # file:// URLs of out, not of the folder the merge is made in
+    base = kcidb.artifacts(out, artifacts_url).base
+    with folder.replacing(out) as scratch:
+        folder.copy_logs(sources, scratch)
+        written = publish(scratch, doc, read_patches(doc, quilt_dir), with_document=True,
+                          artifacts_url=base)
+    return doc, [Path(out) / path.name for path in written]

@@ -105,8 +105,10 @@ def binaries(cells: Sequence[Cell]) -> list[str]:
             lines.append(f"{what}: {cell.status.value}; not compared (no sound "
                          "cell of our build in this run)")
         elif agree.matches:
-            lines.append(f"{what}: agrees with our build of its source "
-                         f"({agree.diagnostics[0].removeprefix('host: ')})")
+            # the host check says how in its first line; a results file may hold none
+            how = agree.diagnostics[0].removeprefix("host: ") if agree.diagnostics else \
+                "no detail recorded"
+            lines.append(f"{what}: agrees with our build of its source ({how})")
         else:
             differ = [d.removeprefix("host: ").split(":", 1)[0] for d in agree.diagnostics]
             lines.append(f"{what}: DISAGREES with our build of its source on "

@@ -10,7 +10,7 @@ field (exit 2), never a traceback. folder.py reads the files (regular files
 only, bounded, strict JSON) and writes them.
 """
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Generic, NoReturn, TypeVar
 
@@ -27,7 +27,11 @@ from taintport.tree.variants import Variant
 SCHEMA = "taintport-matrix/1"
 JSON = Any  # what json.loads gives: checked by Reader before it becomes a value
 # one string of a results file (an error, a diagnostic line): the longest
-# taintport writes is a log tail of a few KiB
+# taintport writes is a log tail of a few KiB. It is also all the free text
+# of one cell (errors, panic lines, diagnostics), cut where it passes when a
+# cell is written and when it is read: a report copies a cell's text (the
+# KCIDB view holds its errors twice), so fifty-five strings of 1 MB each made
+# a matrix.json that report rewrote at twice the size the reader takes.
 MAX_STRING = 1 << 20
 # one quilt patch, group/name.patch, as matrix.inputs records it
 PATCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -36,16 +40,40 @@ PATCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*/[A-Za-z0-9][A-Za-z0-9._+-]*")
 OTHER_DEPTH = 2
 
 
-def bounded(text: str) -> str:
-    """Free text (errors, diagnostics, panic lines) as a results file may hold it."""
-    if len(text) <= MAX_STRING:
-        return text
-    note = f"\n[taintport: {len(text) - MAX_STRING + 100} characters cut]"
-    return text[:MAX_STRING - 100] + note
+class Budget:
+    """What is left of the MAX_STRING characters of free text a cell holds."""
+    NOTE = ("\n[taintport: the text of this cell from here on cut: a cell holds at most "
+            f"{MAX_STRING} characters of errors, panic lines and diagnostics, cut]")
+
+    def __init__(self) -> None:
+        self.left = MAX_STRING
+
+    def take(self, lines: list[str] | tuple[str, ...]) -> list[str]:
+        """lines while they fit (a line counts one more, for the list), the one
+        that passes the budget cut to end in NOTE, none after it."""
+        kept: list[str] = []
+        for line in lines:
+            if self.left <= 0:
+                break
+            if len(line) + 1 <= self.left:
+                kept.append(line)
+                self.left -= len(line) + 1
+                continue
+            kept.append(line[:max(0, self.left - 1 - len(self.NOTE))] + self.NOTE)
+            self.left = 0
+        return kept
 
 
-def texts(lines: list[str] | tuple[str, ...]) -> list[str]:
-    return [bounded(line) for line in lines]
+def fitted(cell: Cell) -> Cell:
+    """cell with its free text within MAX_STRING characters in all (errors
+    first: a cell that broke keeps why), the cut named where it is."""
+    budget = Budget()
+    errors, panic = budget.take(cell.errors), budget.take(cell.panic)
+    checks = [replace(check, diagnostics=tuple(budget.take(check.diagnostics)))
+              for check in cell.checks]
+    if budget.left > 0:
+        return cell
+    return replace(cell, errors=errors, panic=panic, checks=checks)
 
 
 class Reader:
@@ -176,7 +204,7 @@ CHECK: tuple[Field[Check], ...] = (
     Field("observed", lambda c: WORDS[c.observed], word((True, False, None))),
     Field("matches", lambda c: c.matches, typed(bool, "true or false"),
           derived=matches_in_words),
-    Field("diagnostics", lambda c: texts(c.diagnostics),
+    Field("diagnostics", lambda c: list(c.diagnostics),
           lambda r, value, at: tuple(r.strings(r.of(value, list, at, "a list"), at))),
     Field("directive", lambda c: c.directive, read_directive, absent=str,
           omit=lambda c: not c.directive),
@@ -358,7 +386,7 @@ CELL: tuple[Field[Cell], ...] = (
     Field("status", lambda c: c.status.value, read_status),
     Field("fixes", lambda c: {fix: state.value for fix, state in c.fixes.items()},
           read_fixes, absent=dict),
-    Field("errors", lambda c: texts(c.errors), read_strings),
+    Field("errors", lambda c: list(c.errors), read_strings),
     Field("checks", lambda c: [write_check(check) for check in c.checks],
           lambda r, value, at: [read_check(r, item, f"{at}[{i}]") for i, item in
                                 enumerate(r.of(value, list, at, "a list"))]),
@@ -372,7 +400,7 @@ CELL: tuple[Field[Cell], ...] = (
     Field("qemu_exit_code", lambda c: c.qemu_exit_code,
           typed((int, type(None)), "a number or null")),
     Field("logs", lambda c: {"build": c.logs.build, "console": c.logs.console}, read_logs),
-    Field("panic", lambda c: texts(c.panic), read_strings, absent=list,
+    Field("panic", lambda c: list(c.panic), read_strings, absent=list,
           omit=lambda c: not c.panic),
     Field("reused", lambda c: True, typed(bool, "true or false"), absent=bool,
           omit=lambda c: not c.reused),
@@ -388,11 +416,11 @@ CELL: tuple[Field[Cell], ...] = (
 
 
 def write_cell(cell: Cell) -> dict[str, JSON]:
-    return write_object(cell, CELL)
+    return write_object(fitted(cell), CELL)
 
 
 def read_cell(r: Reader, cell: JSON, where: str) -> Cell:
-    return read_object(r, cell, where, "an object (a cell)", CELL, Cell)
+    return fitted(read_object(r, cell, where, "an object (a cell)", CELL, Cell))
 
 
 # -- a run, and matrix.json -------------------------------------------------------

@@ -35,7 +35,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
-from taintport import REPO, debversion
+from debian.debian_support import Version as DebianVersion
+
+from taintport import REPO
 from taintport.cache import Cache, write_atomic
 from taintport.errors import InputError, RunError
 from taintport.kernel import build
@@ -44,10 +46,12 @@ from taintport.results import folder, render
 from taintport.results.cells import Cell
 from taintport.run.matrix import Runner
 from taintport.tree import fetch, series, variants, versions
+from taintport.tree.archive.download import fetch_deb
+from taintport.tree.archive.indexes import Indexes
 from taintport.tree.variants import Base
 from taintport.tree.versions import Version
 
-TOUCHED = REPO / "semantic-patches" / "taint_unsigned_tracepoint.cocci"
+TOUCHED = REPO / "semantic-patches" / "tracing_allow_taint.cocci"
 
 
 # ext4 without a journal (these machines' root file system) skips inodes
@@ -168,8 +172,8 @@ class UploadCost:
 
 def previous_upload(cache: Cache, version: Version, log: Path) -> Version:
     """The version pinned to the upload of its series before its pin."""
-    older = [p for p in fetch.Indexes(cache, log).published(version.sources(), version.package)
-             if debversion.compare(p.version, version.version) < 0]
+    older = [p for p in Indexes(cache, log).published(version.sources(), version.package)
+             if DebianVersion(p.version) < DebianVersion(version.version)]
     if not older:
         raise InputError(f"{', '.join(version.suites)} offer no {version.package} older than "
                          f"{version.version}: no upload to move from")
@@ -194,7 +198,7 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say: Say = print
     try:
         before = previous_upload(cache, version, logs / "bench-upload-fetch.log")
         for each in (before, version):
-            fetch.fetch_deb(cache, each, logs / "bench-upload-fetch.log")
+            fetch_deb(cache, each, logs / "bench-upload-fetch.log")
         say(f"bench phase 5: {version.name} cold at {before.upload}, ccache on")
         as_shipped = variants.table().as_shipped()
         with cache.locked(version.name):

@@ -20,7 +20,7 @@ from taintport.layer.ships import check_ships
 from taintport.process import STOPPING, stop_all
 from taintport.results.cells import Cell, Inputs, exit_code
 from taintport.results.folder import Folder, unique_folder
-from taintport.run import sources, store
+from taintport.run import selftests, sources, store
 from taintport.run.progress import Progress
 from taintport.run.schedule import Schedule
 from taintport.run.stages import Built, Chain, expectations
@@ -220,12 +220,20 @@ class Runner:
         if built is not None:
             try:
                 self.chain.boot(cell, built)
+                self.selftests(cell, built)
             except TaintportError as err:
                 if STOPPING.is_set():
                     return  # an interrupted cell is not a result: --resume runs it
                 cell.status = verdict.Status.ERROR
                 cell.errors.append(str(err))
         self.finish(item, cell)
+
+    def selftests(self, cell: Cell, built: Built) -> None:
+        """The kernel's own selftests, judged against this run's cell of the
+        tree as shipped built by us (published before: table order, one boot
+        thread per version)."""
+        selftests.stage(self.chain, cell, built,
+                        self.folder.published(cell.version, table().as_shipped()))
 
     def finish(self, item: store.Todo, cell: Cell) -> None:
         self.publish(cell)

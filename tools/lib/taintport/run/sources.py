@@ -23,7 +23,7 @@ from taintport.judge import verdict
 from taintport.kernel import binary, boot, build, kconfig
 from taintport.kernel.build import Artifacts
 from taintport.results.cells import Cell, Inputs
-from taintport.run.stages import BootProfile, Built, Chain
+from taintport.run.stages import BootProfile, Built, Chain, build_with_selftests
 from taintport.tree import series
 from taintport.tree.variants import Builder, Variant
 from taintport.tree.versions import Version
@@ -74,7 +74,7 @@ class TreeBuild(Source):
                               for p in quilt_series.for_variant(variant)},
                       fragments={f.name: sha256_of(f)
                                  for f in kconfig.fragments(version.name)},
-                      expectations_sha256=sha256_of(verdict.EXPECTATIONS),
+                      expectations_sha256=verdict.digest(),
                       test_matrix_sha256=tree_digest(REPO / "test-matrix"))
 
     def profile(self, chain: Chain) -> BootProfile:
@@ -115,9 +115,9 @@ class TreeBuild(Source):
             series.switch(tree, quilt_series, variant,
                           cache.root / "logs" / f"apply-{version.name}.log")
         log = cache.root / "logs" / f"build-{version.name}-{variant}.log"
-        return build.build_variant(tree, cache.build(version), version.name,
-                                   cache.artifacts(version, variant.name), log, jobs,
-                                   cache.root)
+        return build_with_selftests(tree, cache.build(version), version.name,
+                                    cache.artifacts(version, variant.name), log, jobs,
+                                    cache.root)
 
 
 class DistributionBinary(Source):
@@ -138,7 +138,7 @@ class DistributionBinary(Source):
         return Inputs(package=image.package, package_version=image.version,
                       release=version.release, suite=version.suite,
                       deb_sha256=image.sha256, ships=list(version.ships),
-                      expectations_sha256=sha256_of(verdict.EXPECTATIONS),
+                      expectations_sha256=verdict.digest(),
                       test_matrix_sha256=tree_digest(REPO / "test-matrix"),
                       binaries={f"{p.package}={p.version}": p.sha256
                                 for p in shipped.packages},

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from taintport.cache import Cache
+from taintport.cache import Cache, write_atomic
 from taintport.digest import sha256_of
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
-from taintport.kernel import boot, build, initramfs
+from taintport.kernel import boot, build, initramfs, selftests
 from taintport.kernel.boot import Accel
 from taintport.kernel.build import Artifacts
 from taintport.layer import fixes
@@ -58,6 +58,16 @@ class Built:
     profile: BootProfile
 
 
+def build_with_selftests(tree: Path, build_dir: Path, version_name: str, out: Path,
+                         log: Path, jobs: int, cache_root: Path) -> Artifacts:
+    """The variant's kernel, test modules and agent, and from the same tree and
+    build the kernel's own selftests and the trace-event sample (run/selftests.py)."""
+    artifacts = build.build_variant(tree, build_dir, version_name, out, log, jobs, cache_root)
+    selftests.build_payload(tree, build_dir, artifacts.release, artifacts.directory, log,
+                            jobs, cache_root)
+    return artifacts
+
+
 class Chain:
     def __init__(self, cache: Cache, out: Path, expectations: verdict.Expectations,
                  progress: Progress, *, jobs: int, timeout: int, append: str = "",
@@ -81,7 +91,7 @@ class Chain:
 
     def new_cell(self, version: Version, variant: Variant, inputs: Inputs | None = None,
                  key: str | None = None) -> Cell:
-        states = self.expectations.states(variant, version.ships)
+        states = self.expectations.states(variant, version.ships, version.name)
         cell = Cell.new(version.name, variant, states)
         cell.inputs, cell.key = inputs, key
         cell.fault = fault_in(self.append)
@@ -142,7 +152,7 @@ class Chain:
                 self.progress.stage(f"{cell.version} {cell.variant}",
                                     "build waits: one cold build at a time")
         with turn:
-            return self.timed(cell, "build", build.build_variant, tree, build_dir,
+            return self.timed(cell, "build", build_with_selftests, tree, build_dir,
                               version.name, self.cache.artifacts(version, cell.variant.name),
                               log, self.jobs, self.cache.root)
 
@@ -197,7 +207,7 @@ class Chain:
         cell.qemu_exit_code = booted.exit_code
         text = booted.console.read_text(errors="replace") if booted.console.exists() else ""
         parsed = ktap.parse(text)
-        (cdir / "ktap.txt").write_text("\n".join(parsed.lines) + "\n")
+        write_atomic(cdir / "ktap.txt", "\n".join(parsed.lines) + "\n")
         if booted.timed_out:
             parsed.errors.insert(0, f"guest killed at the {timeout}s timeout")
         uname = UNAME_V.search(text)
@@ -205,7 +215,8 @@ class Chain:
         # cell.fixes: the states new_cell read from the expectations
         judgement = verdict.judge(parsed, self.expectations.expected(cell.fixes),
                                   self.expectations.known_bug(cell.variant, cell.fixes),
-                                  cell.variant.skips)
+                                  cell.variant.skips,
+                                  self.expectations.notes(cell.fixes, cell.version))
         if built.identical is not None:
             judgement = verdict.with_check(judgement, built.identical)
         cell.status = judgement.status
@@ -248,8 +259,8 @@ class Chain:
             cell_before = earlier.get(name)
             if cell_before is None or cell_before.status is verdict.Status.ERROR:
                 continue
-            if expect.expected(expect.states(cell.variant, version.ships)) != \
-                    expect.expected(expect.states(other, version.ships)):
+            if expect.expected(expect.states(cell.variant, version.ships, version.name)) != \
+                    expect.expected(expect.states(other, version.ships, version.name)):
                 continue  # the same kernel, judged by other rules: boot it
             start = time.monotonic()
             if mine is None:
@@ -291,7 +302,7 @@ class Chain:
             cell.inputs.sources_sha256 = sources_sha256
             cell.inputs.bzimage_sha256 = earlier.inputs.bzimage_sha256 if earlier.inputs \
                 else None
-        states = self.expectations.states(cell.variant, version.ships)
+        states = self.expectations.states(cell.variant, version.ships, version.name)
         if cell.status is verdict.Status.AS_EXPECTED and \
                 self.expectations.known_bug(cell.variant, states):
             cell.status = verdict.Status.KNOWN_BUG

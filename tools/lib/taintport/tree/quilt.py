@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from taintport.process import appending, run
+from taintport.process import appending, orphan_proof, run
 
 PC = ".pc"
 
@@ -25,7 +25,7 @@ def quilt(cwd: Path, args: list[str], patches: str, log: Path | None = None,
           check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run quilt in cwd; its output is returned and also appended to log."""
     proc: subprocess.CompletedProcess[str] = run(
-        ["quilt", "--quiltrc=-", *args], stage="apply", cwd=cwd, env=environment(patches),
+        orphan_proof(["quilt", "--quiltrc=-", *args]), stage="apply", cwd=cwd, env=environment(patches),
         check=check)
     if log:
         with appending(log) as out:

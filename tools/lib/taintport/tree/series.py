@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO
+from taintport.atomic import replace_file
 from taintport.errors import InputError
 from taintport.process import appending, require, run
-from taintport.journal import replace_file
 from taintport.tree import variants
 from taintport.tree.quilt import quilt
 from taintport.tree.variants import Variant
@@ -235,7 +235,7 @@ def switch(tree: Path, series: Series, variant: Variant, log: Path | None) -> se
         dest = state / "patches" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(series.directory / name, dest)
-    (state / "patches" / "series").write_text("".join(f"{p}\n" for p in wanted))
+    replace_file(state / "patches" / "series", "".join(f"{p}\n" for p in wanted).encode())
 
     for name in wanted[keep:]:
         proc = _quilt(tree, ["push", "--fuzz=0"], log, check=False)

@@ -199,7 +199,7 @@ def _row(path: Path, name: str, spec: object, groups: tuple[str, ...]) -> Varian
                                  "variant"),
                    checks=tuple(checks),
                    skips=frozenset(_names(path, f"[variants.{name}] skips",
-                                          spec.get("skips", []), "test")))
+                                          spec.get("skips", []), "KTAP test")))
 
 
 def load(path: Path | str = TABLE) -> Table:

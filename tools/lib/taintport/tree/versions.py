@@ -5,7 +5,9 @@ release, the suites they take the kernel from (newest wins: a security
 upload over the point release), and the pin, the newest linux-source-X.Y
 those suites serve, with the suite it came from and its checksum.
 """
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,14 +22,18 @@ FIELDS = ("name", "distribution", "release", "suites", "archive", "component", "
 # security_archive: where the -security suites are served (Debian: another host);
 # backports: suites a release's users may opt into, read by check --all-point-releases
 # but never pinned from
-OPTIONAL = ("security_archive", "backports", "shipped")
 # the optional [shipped] table: the distribution's own binary kernel of the tree
+# (named once here: pins.py rewrites it, and the name is also a variant's)
+SHIPPED = "shipped"
+OPTIONAL = ("security_archive", "backports", SHIPPED)
 BINARY_FIELDS = ("release", "signed_module", "memory", "timeout", "append", "make",
                  "packages")
 PIN_FIELDS = ("package", "version", "sha256", "size")
 # no .deb taintport fetches comes near this (linux-source is 120-170 MB); a
 # pin above it is a typo or a hostile descriptor, refused before any download
 MAX_SIZE = 1 << 34
+# a descriptor is 1-3 KB: read no more than this of one
+MAX_DESCRIPTOR = 1 << 20
 SECURITY = "-security"
 # uname -r of a Debian kernel: 6.1.0-50-amd64, 6.12.117+deb13-amd64, 7.3-amd64
 RELEASE = re.compile(r"[0-9][A-Za-z0-9.+~_-]*")
@@ -113,6 +119,11 @@ class Version:
         return self.package
 
     @property
+    def series(self) -> str:
+        """The kernel series its package carries: "6.1" for linux-source-6.1."""
+        return self.package.rsplit("-", 1)[-1]
+
+    @property
     def tarball(self) -> str:
         return f"usr/src/{self.package}.tar.xz"
 
@@ -138,25 +149,46 @@ class Version:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A descriptor's table; unreadable, non-UTF-8 or malformed is an InputError."""
+    """A descriptor's table; unreadable, too big, non-UTF-8 or malformed is an InputError."""
     try:
-        raw = path.read_bytes()
+        # O_NONBLOCK: a FIFO in versions/ is refused, not waited on
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise InputError(f"{path}: not a regular file; a version descriptor is a "
+                                 "TOML file")
+            raw = handle.read(MAX_DESCRIPTOR + 1)
     except OSError as err:
         raise InputError(f"{path}: cannot read version descriptor: {err.strerror}") from None
+    if len(raw) > MAX_DESCRIPTOR:
+        raise InputError(f"{path}: over {MAX_DESCRIPTOR} bytes; a version descriptor is a "
+                         "few KB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(f"{path}: not UTF-8 text (byte 0x{raw[err.start]:02x} at offset "
                          f"{err.start}); a TOML descriptor must be UTF-8") from None
+    return parse(path, text)
+
+
+def parse(path: Path, text: str) -> dict[str, Any]:
+    """A descriptor's text as a table (path names it in errors)."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: cannot read version descriptor: {err}") from None
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table
+        raise InputError(f"{path}: cannot read version descriptor: nested too deeply") \
+            from None
 
 
 def load(path: Path | str) -> Version:
     path = Path(path)
-    data = read_toml(path)
+    return from_table(path, read_toml(path))
+
+
+def from_table(path: Path, data: dict[str, Any]) -> Version:
+    """A descriptor's table as a Version, every field checked (path names it)."""
     missing = [f for f in FIELDS if f not in data]
     if missing:
         raise InputError(f"{path}: missing field(s) {', '.join(missing)}")
@@ -170,7 +202,7 @@ def load(path: Path | str) -> Version:
     if not isinstance(ships, list) or not all(isinstance(n, str) for n in ships):
         raise InputError(f"{path}: ships must be a list of fix names")
     data["ships"] = family.check_names(ships, f"{path}: ships")
-    shipped = load_binary(path, data["shipped"]) if "shipped" in data else None
+    shipped = load_binary(path, data[SHIPPED]) if SHIPPED in data else None
     fields = {f: data[f] for f in FIELDS}
     fields["suites"] = tuple(data["suites"])
     return Version(path=path, shipped=shipped, security_archive=data.get("security_archive"),
@@ -274,7 +306,7 @@ def check_fields(path: Path, data: dict[str, Any]) -> None:
 
 def series_key(version: Version) -> tuple[tuple[int, ...], str]:
     """Oldest kernel first: linux-source-5.10 before 6.1 before 6.12."""
-    numbers = version.package.rsplit("-", 1)[-1].split(".")
+    numbers = version.series.split(".")
     return tuple(int(n) if n.isdigit() else 0 for n in numbers), version.name
 
 

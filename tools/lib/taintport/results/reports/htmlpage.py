@@ -14,7 +14,7 @@ from taintport.judge.verdict import Check, Status
 from taintport.results import report, schema
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
 from taintport.results.report import printable
-from taintport.results.reports import kcidb, summary
+from taintport.results.reports import fixchecks, kcidb, knownbug, summary
 from taintport.tree.variants import Variant, table
 
 Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
@@ -91,9 +91,14 @@ details.cell > summary .muted { font-weight: normal; margin-left: 8px; }
 .badge.unexpected { background: var(--bad-bg); color: var(--bad); }
 .badge.known-bug { background: var(--known-bg); color: var(--known); }
 .known { background: var(--known-bg); border-left: 4px solid var(--known); padding: 6px 12px; }
-td.fix-missing { color: var(--known); font-weight: 700; }
+.grid.fixes th, .grid.fixes td { padding: 8px 12px; }
+td.fix-present { color: var(--ok); border-left-color: var(--ok); }
+td.fix-carried { color: var(--ok); font-weight: 700; border-left-color: var(--ok); }
+td.fix-missing { color: var(--known); font-weight: 700; border-left-color: var(--known); }
 td.fix-reconstructed { color: var(--muted); }
-td.fix-carried { color: var(--ok); font-weight: 700; }
+td.fix-contradicted { background: var(--bad-bg); color: var(--bad); font-weight: 700;
+                      border-left-color: var(--bad); }
+td.fix-unknown { background: var(--err-bg); color: var(--err); border-left-color: var(--err); }
 .badge.error { background: var(--err-bg); color: var(--err); }
 .body { padding: 0 16px 16px; border-top: 1px solid var(--line); }
 .errors { background: var(--err-bg); border: 1px solid #e7d37a; border-radius: 6px;
@@ -112,6 +117,7 @@ td.PASS { color: var(--ok); }
 td.FAIL { background: var(--bad-bg); color: var(--bad); font-weight: 700; }
 td.ERROR, td.MISS { background: var(--err-bg); color: var(--err); font-weight: 700; }
 td.SKIP { color: var(--muted); }
+td.known { background: var(--known-bg); color: var(--known); font-weight: 700; }
 td small { font-family: system-ui, sans-serif; color: var(--muted); font-weight: normal; }
 ul.mismatches { margin: 4px 0; padding-left: 20px; }
 ul.mismatches code { font-weight: 600; }
@@ -208,20 +214,36 @@ def known_bugs(cells: Sequence[Cell]) -> str:
     return out
 
 
+def fix_cell(cell: Cell, fix: str) -> str:
+    """A fix's state in a cell's tree, in its colour only where the cell's
+    checks of that fix showed it (the trixie backported cell's unsigned fix
+    was "carried" in green while its events were missing)."""
+    what, _ = fixchecks.shown(cell, fix)
+    kind = cell.fixes[fix].value if what is fixchecks.Shown.SHOWN else \
+        what.name.lower()
+    checks = ", ".join(f"{c.name} {word(c.observed)}" for c in fixchecks.checks_of(cell, fix))
+    return (f'<td class="fix-{kind}" data-fix="{esc(fix)}" data-variant="{esc(cell.variant)}" '
+            f'title="{esc(checks)}">{esc(fixchecks.label(cell, fix))}</td>')
+
+
 def fix_grid(cells: Sequence[Cell]) -> str:
-    """Each fix's state in each cell's tree."""
+    """Each fix's state in each cell's tree, as its checks showed it."""
     grid = report.fix_grid(cells)
     if not grid:
         return "<p>none recorded</p>"
+    by_place = {cell.where: cell for cell in cells}
     variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
     head = "".join(f"<th>{esc(v)}</th>" for v in variants)
     rows = "".join(
         f"<tr><th scope=\"row\">{esc(version)}</th><th>{esc(fix)}</th>"
-        + "".join(f'<td class="fix-{states[v].value}">{states[v].value}</td>' if v in states
+        + "".join(fix_cell(by_place[(version, v)], fix) if v in states
                   else '<td class="fix-none">-</td>' for v in variants) + "</tr>"
         for version, fix, states in grid)
+    legend = ("green: the tree holds the fix and the cell's checks of it passed; purple: "
+              "missing as shipped; red: a check of the fix failed; amber: not shown "
+              "(the run broke, or no check of it ran)")
     return (f'<table class="grid fixes"><thead><tr><th>version</th><th>fix</th>{head}</tr>'
-            f"</thead><tbody>{rows}</tbody></table>")
+            f'</thead><tbody>{rows}</tbody></table><p class="legend">{legend}</p>')
 
 
 def checks_table(cell: Cell) -> str:
@@ -234,8 +256,10 @@ def checks_table(cell: Cell) -> str:
         rows.append(f'<tr><th colspan="3" scope="rowgroup">{esc(subtest)}</th></tr>')
         for test, check in checks:
             status = kcidb.check_status(cell, check).value
+            shown = knownbug.fixes_shown(cell, check)
+            kind, title = ("known", knownbug.message(shown)) if shown else (status, status)
             rows.append(f'<tr><td>{esc(test)}</td>'
-                        f'<td class="{status}" title="{esc(check.name)}: {status}">'
+                        f'<td class="{kind}" title="{esc(check.name)}: {esc(title)}">'
                         f'{esc(word(check.observed))}</td>'
                         f'<td>{esc(word(check.expected))}</td></tr>')
     return ('<table class="checks"><thead><tr><th>test</th><th>observed</th>'
@@ -298,6 +322,9 @@ def headline(cell: Cell) -> str:
         facts.append(f"{statuses.count(kcidb.Status.FAIL)} differ")
     if statuses.count(kcidb.Status.MISS):
         facts.append(f"{statuses.count(kcidb.Status.MISS)} not reported")
+    known = sum(1 for c in cell.checks if knownbug.fixes_shown(cell, c))
+    if known:
+        facts.append(f"{known} show the known bug")
     facts += [cell.kernel_release, cell.accelerator]
     facts.append(f"boot {summary.seconds(cell.timings.boot)}")
     return " · ".join(f for f in facts if f)

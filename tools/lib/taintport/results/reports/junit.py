@@ -2,8 +2,12 @@
 
 A check that came out wrong is a <failure> (the kernel is wrong); a cell whose
 run broke turns its checks into <error>, and a check the agent never reported
-is an <error> too (the run is wrong). Each cell also gets a "verdict"
-testcase, so a cell that never booted still shows; it alone carries the
+is an <error> too (the run is wrong). A check that shows a known bug of the
+kernel as shipped is <skipped type="known-bug"> with the missing fix named: not
+passed in Jenkins or GitLab, yet no failure, which would mark the build
+unstable for a finding the run exits 0 on (pytest writes its xfail the same
+way; docs/report-schema.md). Each cell also gets a "verdict" testcase, so a
+cell that never booted still shows; it alone carries the
 cell's errors, which its checks point to: one copy per cell, so the file stays
 within a few times the size of matrix.json. The document is valid against the
 Jenkins xunit plugin's junit-10.xsd, the schema most JUnit consumers follow
@@ -12,10 +16,10 @@ Jenkins xunit plugin's junit-10.xsd, the schema most JUnit consumers follow
 import re
 import xml.etree.ElementTree as ET
 
-from taintport.judge.verdict import Check
+from taintport.judge.verdict import Check, Status
 from taintport.results.cells import Cell, Matrix, word
 from taintport.results.report import printable
-from taintport.results.reports import kcidb
+from taintport.results.reports import kcidb, knownbug
 
 # XML 1.0 has no escape for most control characters; console text can hold them
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -23,6 +27,8 @@ TALLIES = ("tests", "failures", "errors", "skipped")
 # what a message attribute shows of an error: its first line, cut here
 MESSAGE_MAX = 200
 ERRORS_IN_VERDICT = "the cell's errors: in this suite's testcase \"verdict\""
+# the type of a <skipped> case that shows a known bug of the kernel as shipped
+KNOWN_BUG = "known-bug"
 
 
 def xml_text(text: str) -> str:
@@ -39,9 +45,13 @@ def first_line(errors: list[str]) -> str:
     return line if len(line) <= MESSAGE_MAX else line[:MESSAGE_MAX] + " ..."
 
 
-def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str) -> None:
+def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str,
+            known: bool = False) -> None:
+    """The case's outcome element; known: it shows a known bug (skipped, typed so)."""
     message, text = xml_text(message), xml_text(text)
-    if status is kcidb.Status.FAIL:
+    if known:
+        ET.SubElement(case, "skipped", message=message, type=KNOWN_BUG).text = text
+    elif status is kcidb.Status.FAIL:
         ET.SubElement(case, "failure", message=message, type="FAIL").text = text
     elif status in (kcidb.Status.ERROR, kcidb.Status.MISS):
         ET.SubElement(case, "error", message=message, type=status.value).text = text
@@ -51,9 +61,12 @@ def outcome(case: ET.Element, status: kcidb.Status, message: str, text: str) -> 
 
 def check_case(suite: ET.Element, cell: Cell, check: Check, classname: str) -> kcidb.Status:
     case = ET.SubElement(suite, "testcase", classname=classname, name=check.name)
-    status = kcidb.check_status(cell, check)
+    shown = knownbug.fixes_shown(cell, check)
+    status = kcidb.Status.SKIP if shown else kcidb.check_status(cell, check)
     wanted = f"expected {word(check.expected)}, observed {word(check.observed)}"
-    if status is kcidb.Status.ERROR:
+    if shown:
+        message, text = knownbug.message(shown), "\n".join([wanted, *check.diagnostics])
+    elif status is kcidb.Status.ERROR:
         message = f"the run broke ({wanted}): " + first_line(cell.errors)
         text = "\n".join([ERRORS_IN_VERDICT, *check.diagnostics])
     elif status is kcidb.Status.MISS:
@@ -62,19 +75,21 @@ def check_case(suite: ET.Element, cell: Cell, check: Check, classname: str) -> k
         message, text = "the agent could not observe it", "\n".join(check.diagnostics)
     else:
         message, text = wanted, "\n".join(check.diagnostics)
-    outcome(case, status, message, text)
+    outcome(case, status, message, text, known=bool(shown))
     return status
 
 
 def verdict_case(suite: ET.Element, cell: Cell, classname: str) -> kcidb.Status:
     case = ET.SubElement(suite, "testcase", classname=classname, name="verdict",
                          time=seconds(cell.timings.boot))
-    status = kcidb.cell_status(cell)
+    known = cell.status is Status.KNOWN_BUG
+    status = kcidb.Status.SKIP if known else kcidb.cell_status(cell)
     wrong = [c.name for c in cell.failing]
-    message = (first_line(cell.errors) if cell.errors
+    message = (knownbug.message(cell.missing_fixes()) if known
+               else first_line(cell.errors) if cell.errors
                else f"{len(wrong)} check(s) differ from expectations.toml" if wrong
                else cell.status.value)
-    outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong))
+    outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong), known=known)
     return status
 
 

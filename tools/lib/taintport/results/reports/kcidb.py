@@ -4,7 +4,9 @@ One checkout per version (the Debian source package plus its quilt series),
 one build per version x variant, one test per check of a cell plus one per
 cell for its verdict. The test statuses defined here are the vocabulary every
 report shares: FAIL is the kernel being wrong, ERROR and MISS the run being
-wrong (see docs/report-schema.md).
+wrong (see docs/report-schema.md). A known bug of a kernel as shipped is an
+`issue` (one per version and missing fix) whose `incidents` link each test
+that shows it; those tests are FAIL, as KCIDB reads an issue's occurrence.
 
 Every URL is absolute, as the schema's `format: uri` demands: a file of the
 results folder (a log, a copy of a quilt patch the run applied) is linked
@@ -12,6 +14,7 @@ where the folder is published (`--artifacts-url BASE`, or the variable a
 generated CI pipeline sets to its job's artifacts), else as a file:// URL of
 the folder itself.
 """
+import datetime
 import enum
 import hashlib
 import os
@@ -25,6 +28,7 @@ from taintport.errors import InputError
 from taintport.judge.verdict import Check
 from taintport.judge.verdict import Status as Verdict
 from taintport.results.cells import Cell, Matrix, Run, word
+from taintport.results.reports import knownbug
 
 ORIGIN = "taintport"
 SCHEMA_VERSION = {"major": 4, "minor": 3}
@@ -64,6 +68,12 @@ def artifacts(out: Path | str, given: str | None = None) -> Artifacts:
             (parts.scheme != "file" and not parts.netloc):
         raise InputError(f"{source}: {base!r} is not an absolute http(s):// or file:// URL "
                          "(where the results folder is published)")
+    if "@" in parts.netloc:
+        # every URL of every report would publish them: refused, and not repeated here
+        shown = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        raise InputError(f"{source}: {shown!r} holds a user name or password: the URLs made "
+                         "from it are published in matrix.json and every report; give the "
+                         "base without them")
     return Artifacts(base)
 
 
@@ -101,10 +111,15 @@ def check_status(cell: Cell, check: Check) -> Status:
 
 
 def cell_status(cell: Cell) -> Status:
-    # a known bug of the shipped tree is what its expectations say: the
-    # test passed; misc.fixes and the cell's status say which fix is missing
-    return {Verdict.AS_EXPECTED: Status.PASS, Verdict.KNOWN_BUG: Status.PASS,
+    """The status of a cell's verdict test: a known bug of the tree as shipped
+    is FAIL (the kernel users run is wrong), linked to its issues."""
+    return {Verdict.AS_EXPECTED: Status.PASS, Verdict.KNOWN_BUG: Status.FAIL,
             Verdict.UNEXPECTED: Status.FAIL}.get(cell.status, Status.ERROR)
+
+
+def reported_status(cell: Cell, check: Check) -> Status:
+    """A check's test in the KCIDB view: FAIL where it shows a known bug."""
+    return Status.FAIL if knownbug.fixes_shown(cell, check) else check_status(cell, check)
 
 
 def by_version(cells: Sequence[Cell]) -> dict[str, list[Cell]]:
@@ -196,7 +211,7 @@ def config_name(cell: Cell) -> str:
 def build(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -> KcidbObject:
     version, variant, inputs = cell.version, cell.variant, cell.inputs
     return compact({
-        "id": f"{origin}:{version}:{variant}", "origin": origin,
+        "id": id_of(origin, cell), "origin": origin,
         "checkout_id": f"{origin}:{version}",
         "comment": f"{version} {variant}",
         "architecture": "x86_64",
@@ -227,10 +242,12 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
     version, variant = cell.version, cell.variant
     excerpt = "\n".join(cell.errors + cell.panic)
     return compact({
-        "id": f"{origin}:{version}:{variant}", "origin": origin,
-        "build_id": f"{origin}:{version}:{variant}",
+        "id": id_of(origin, cell), "origin": origin,
+        "build_id": id_of(origin, cell),
         "path": ORIGIN, "status": cell_status(cell).value,
-        "comment": f"{version} {variant}: {cell.status.value}",
+        "comment": f"{version} {variant}: " + (
+            knownbug.message(cell.missing_fixes()) if cell.status is Verdict.KNOWN_BUG
+            else cell.status.value),
         "log_url": where.url(cell.logs.console) if cell.timings.boot is not None else None,
         "log_excerpt": excerpt[-EXCERPT_MAX:] or None,
         "duration": cell.timings.boot,
@@ -248,19 +265,84 @@ def verdict_test(cell: Cell, run: Run | Matrix, where: Artifacts, origin: str) -
 
 def check_test(cell: Cell, check: Check, run: Run | Matrix, where: Artifacts,
                origin: str) -> KcidbObject:
-    version, variant, name = cell.version, cell.variant, check.name
+    name = check.name
     expected, observed = word(check.expected), word(check.observed)
+    shown = knownbug.fixes_shown(cell, check)
     return compact({
-        "id": f"{origin}:{version}:{variant}:{name}", "origin": origin,
-        "build_id": f"{origin}:{version}:{variant}",
-        "path": check_path(name), "status": check_status(cell, check).value,
-        "comment": f"{name}: expected {expected}, observed {observed}",
+        "id": id_of(origin, cell, check), "origin": origin,
+        "build_id": id_of(origin, cell),
+        "path": check_path(name), "status": reported_status(cell, check).value,
+        "comment": f"{name}: " + (knownbug.message(shown) if shown
+                                  else f"expected {expected}, observed {observed}"),
         "log_url": where.url(cell.logs.console),
         "log_excerpt": "\n".join(evidence(cell, check))[-EXCERPT_MAX:] or None,
         "environment": environment(cell, run),
         "misc": compact({"expected": expected, "observed": observed,
                          "accelerator": cell.accelerator}),
     })
+
+
+def id_of(origin: str, cell: Cell, check: Check | None = None) -> str:
+    """The id of a cell's build and verdict test, or of one of its checks' tests."""
+    return f"{origin}:{cell.version}:{cell.variant}" + (f":{check.name}" if check else "")
+
+
+def issue_id(origin: str, version: str, fix: str) -> str:
+    """One issue per kernel (version) and fix it lacks as shipped."""
+    return f"{origin}:{version}:{fix}"
+
+
+def issue_version(doc: Matrix, cells: Sequence[Cell]) -> int:
+    """An issue's modification version: KCIDB triages with the highest, so it
+    is the start of the newest run that showed the bug, in seconds since the
+    epoch (a later submission wins); 0 when no run says when it started."""
+    seconds = []
+    for cell in cells:
+        started = doc.run_of(cell).started
+        try:
+            when = datetime.datetime.fromisoformat((started or "").replace("Z", "+00:00"))
+        except ValueError:
+            continue  # a hand-edited start: the version is only an order
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.timezone.utc)
+        seconds.append(max(0, int(when.timestamp())))
+    return max(seconds, default=0)
+
+
+def issue(bug: knownbug.KnownBug, version: int, origin: str) -> KcidbObject:
+    """A fix a kernel lacks as shipped: the bug of its code (culprit), the
+    upstream commit that fixes it (report_url), who runs it (comment, misc)."""
+    info = bug.info
+    return compact({
+        "id": issue_id(origin, bug.version, bug.fix), "version": version, "origin": origin,
+        "report_url": bug.commit_url,
+        "report_subject": info.upstream.subject if info else None,
+        "culprit": {"code": True, "tool": False, "harness": False},
+        "build_valid": True, "test_status": Status.FAIL.value,
+        "comment": bug.describe(),
+        "misc": compact({"version": bug.version, "fix": bug.fix,
+                         "upstream_commit": info.upstream.commit if info else None,
+                         "upstream_release": info.upstream.release if info else None,
+                         "uploads": bug.uploads or None, "users": bug.users or None,
+                         "cells": [c.variant.name for c in bug.cells]}),
+    })
+
+
+def incidents(cell: Cell, issue_versions: dict[str, int], origin: str) -> list[KcidbObject]:
+    """One incident per test of a known-bug cell and fix it shows missing:
+    the verdict test, and each check that is an expected failure of the fix."""
+    if cell.status is not Verdict.KNOWN_BUG:
+        return []
+    version = cell.version
+    shown = [(id_of(origin, cell), cell.missing_fixes())]
+    shown += [(id_of(origin, cell, check), list(fixes))
+              for check in cell.checks if (fixes := knownbug.fixes_shown(cell, check))]
+    return [{"id": f"{test}:{fix}", "origin": origin,
+             "issue_id": issue_id(origin, version, fix),
+             "issue_version": issue_versions[issue_id(origin, version, fix)],
+             "test_id": test, "present": True,
+             "comment": knownbug.message([fix])}
+            for test, fixes in shown for fix in fixes]
 
 
 def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
@@ -275,5 +357,14 @@ def report(doc: Matrix, where: Artifacts, origin: str = ORIGIN) -> KcidbObject:
             builds.append(build(cell, run, where, origin))
             tests.append(verdict_test(cell, run, where, origin))
             tests += [check_test(cell, check, run, where, origin) for check in cell.checks]
-    return {"version": dict(SCHEMA_VERSION), "checkouts": checkouts, "builds": builds,
-            "tests": tests}
+    view: KcidbObject = {"version": dict(SCHEMA_VERSION), "checkouts": checkouts,
+                         "builds": builds, "tests": tests}
+    bugs = knownbug.known_bugs(doc.cells)
+    if bugs:
+        issue_versions = {issue_id(origin, bug.version, bug.fix): issue_version(doc, bug.cells)
+                          for bug in bugs}
+        view["issues"] = [issue(bug, issue_versions[issue_id(origin, bug.version, bug.fix)],
+                                origin) for bug in bugs]
+        view["incidents"] = [i for cell in doc.cells
+                             for i in incidents(cell, issue_versions, origin)]
+    return view

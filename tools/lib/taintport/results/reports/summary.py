@@ -1,26 +1,30 @@
 """summary.md: an LKFT-style plain-text report, ready to paste into a mail.
 
 Build summary first, then the cells that need a human (unexpected, error),
-then every cell, then the totals as LKFT counts them. A test whose KTAP
+then every cell, then the totals as LKFT counts them (a skipped check
+counted as a skip, so the counts add up to the total). A test whose KTAP
 result is "not ok" and is an expected failure (a bug the negative control
 reproduced, or a known bug of the tree as shipped) is an xfail, not a pass.
 """
 import io
 from typing import NamedTuple, Sequence
 
+from taintport.judge import selftests
 from taintport.judge.verdict import Check, Status
 from taintport.results import report
 from taintport.results.cells import Cell, EXIT_MEANING, Matrix, Run, word
-from taintport.results.reports import kcidb
+from taintport.results.reports import fixchecks, kcidb
 
 DIAGNOSTICS_SHOWN = 4
 
 
 class Counts(NamedTuple):
+    """Every check in exactly one of the counts after total: they add up to it."""
     total: int = 0
     passed: int = 0
     failed: int = 0
     errors: int = 0  # ERROR and MISS: the run, not the kernel
+    skipped: int = 0  # SKIP: not observed (declared by the variant, or the agent's)
     xfail: int = 0
 
     def __add__(self, other: tuple[int, ...]) -> "Counts":  # type: ignore[override]
@@ -28,7 +32,7 @@ class Counts(NamedTuple):
 
     def __str__(self) -> str:
         return (f"total: {self.total}, pass: {self.passed}, fail: {self.failed}, "
-                f"error: {self.errors}, xfail: {self.xfail}")
+                f"error: {self.errors}, skip: {self.skipped}, xfail: {self.xfail}")
 
 
 def is_xfail(check: Check) -> bool:
@@ -46,6 +50,7 @@ def counts(cells: Sequence[Cell]) -> Counts:
                 passed=passed and not is_xfail(check),
                 failed=status is kcidb.Status.FAIL,
                 errors=status in (kcidb.Status.ERROR, kcidb.Status.MISS),
+                skipped=status is kcidb.Status.SKIP,
                 xfail=passed and is_xfail(check))
     return total
 
@@ -95,15 +100,35 @@ def attention(cell: Cell) -> list[str]:
     return lines
 
 
+def kernels_own(cells: Sequence[Cell]) -> list[str]:
+    """The kernel's own selftests that fail on the tree as shipped
+    (judge/selftests.py: expected not ok), once per version, with their output."""
+    lines: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for cell in cells:
+        for check in cell.checks:
+            if not check.name.startswith(f"{selftests.LIVEPATCH}.") or \
+                    check.expected or check.observed is not False or \
+                    (cell.version, check.name) in seen:
+                continue
+            seen.add((cell.version, check.name))
+            lines.append(f"* {cell.version}: {check.name} fails on the tree as shipped")
+            lines += [f"    {d}" for d in check.diagnostics[1:1 + 2 * DIAGNOSTICS_SHOWN]]
+    return lines
+
+
 def fix_table(cells: Sequence[Cell]) -> list[str]:
     """Each fix's state in each variant's tree: present, missing (as
-    shipped), reconstructed (the negative control) or carried (taintport)."""
+    shipped), reconstructed (the negative control) or carried (taintport),
+    qualified where the cell's checks of the fix did not show it."""
     grid = report.fix_grid(cells)
     if not grid:
         return ["none recorded"]
+    by_place = {cell.where: cell for cell in cells}
     variants = list(dict.fromkeys(v for _, _, states in grid for v in states))
     rows = [("version", "fix", *variants)]
-    rows += [(version, fix, *(states[v].value if v in states else "-" for v in variants))
+    rows += [(version, fix, *(fixchecks.label(by_place[(version, v)], fix) if v in states
+                              else "-" for v in variants))
              for version, fix, states in grid]
     return columns(rows)
 
@@ -120,6 +145,9 @@ def render(doc: Matrix) -> str:
     users = report.users_with_bugs(cells)
     if users:
         out += ["", "Which releases' users have them:", ""] + [f"* {line}" for line in users]
+
+    out += ["", "## The kernels' own selftests failing as shipped", ""]
+    out += kernels_own(cells) or ["none"]
 
     shipped = report.binaries(cells)
     if shipped:
