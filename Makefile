@@ -9,7 +9,7 @@ PYTEST := $(PYTHON) -m pytest
 AGENT_TEST_OUT := $(CURDIR)/results/.agent-check
 
 .PHONY: deps ci-tools matrix check unit typecheck agent-check e2e report ci ci-check ci-local \
-	bench regen point-releases outdated
+	bench regen point-releases outdated man completion
 
 deps:
 	@sh tools/install-deps
@@ -55,7 +55,8 @@ ci-check:
 ci-local: deps ci-tools
 	$(TAINTPORT) ci --local $(if $(VERSIONS),--versions $(VERSIONS))
 
-# One measured run (about 40 minutes on 2 cores): writes docs/benchmarks.md.
+# One measured run (about 95 minutes on 2 cores: a cold matrix, its rerun,
+# the naive way and the upload cost): writes docs/benchmarks.md.
 bench: deps
 	$(TAINTPORT) bench
 
@@ -71,3 +72,14 @@ point-releases: deps
 # security upload is out"): exit 1 when one is behind, 2 when an index fails.
 outdated: deps
 	$(TAINTPORT) versions --outdated
+
+# The man page and the bash completion, generated from the command line's
+# parser (never committed, so never stale): man -l build/taintport.1;
+# . build/taintport.bash (tools/taintport on PATH as taintport).
+man: deps
+	@mkdir -p build
+	PYTHONPATH=tools/lib $(PYTHON) -m taintport.cli.manual man > build/taintport.1
+
+completion: deps
+	@mkdir -p build
+	PYTHONPATH=tools/lib $(PYTHON) -m taintport.cli.manual completion > build/taintport.bash

@@ -118,6 +118,7 @@ def test_inspect_of_a_tree_that_does_not_exist_is_an_error(tmp_path):
 
 def test_a_piece_whose_file_is_absent_says_file_not_found(tmp_path):
     tree = _tree(tmp_path / "tree", ".c")
+    (tree / "Makefile").write_text("VERSION = 3\nPATCHLEVEL = 10\n")  # a kernel tree
     (tree / "kernel" / "tracepoint.c").unlink()
     proc = taintport("inspect", "--tree", str(tree))
     assert re.search(r"^  tracepoint +no file +kernel/tracepoint.c +file not found$",

@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import provoke
+
+from taintport import cli
 from taintport.cache import Cache
+from taintport.run import stages
 from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,11 +97,21 @@ def stored_cells():
         if root.is_dir() else {}
 
 
-def test_fault_in_matrix_is_error_not_stored(tmp_path, built):
+@pytest.fixture
+def faulty_agent(monkeypatch):
+    """Every chain the matrix makes boots its guests with taintport.fault=truncate
+    (the harness's switch, provoke.py: the library's Runner has none)."""
+    monkeypatch.setattr(stages.Chain, "__init__", provoke.faulty_chain("truncate"))
+    # cli.main makes SIGTERM end a run like Ctrl-C: pytest's own handler comes back after
+    monkeypatch.setattr(signal, "signal", lambda signum, handler: None)
+
+
+def test_fault_in_matrix_is_error_not_stored(tmp_path, built, faulty_agent):
     before = stored_cells()
-    proc = taintport("matrix", "--versions", VERSION, "--variants", "upstream",
-                     "--fault", "truncate", "--out", str(tmp_path))
-    assert proc.returncode == 2
+    # --rerun: the cell stored by an earlier run would otherwise be taken
+    code = cli.main(["matrix", "--versions", VERSION, "--variants", "upstream", "--rerun",
+                     "--out", str(tmp_path)])
+    assert code == 2
     cell = json.loads((tmp_path / "matrix.json").read_text())["cells"][0]
     assert cell["status"] == "error"
     assert cell["fault"] == "truncate"  # matrix.json says this run was a harness test

@@ -179,6 +179,17 @@ def test_the_merged_ci_view_validates(tmp_path, taintport, monkeypatch):
     assert len(ids) == len(set(ids)), "ids unique among the tests of one origin"
 
 
+def test_a_merged_view_links_the_merged_folder_not_where_it_was_made(tmp_path, taintport,
+                                                                     no_artifacts_env):
+    """report merge makes its folder beside --out and renames it (folder.replacing):
+    the file:// URLs lead into --out, where the files end up."""
+    out = tmp_path / "merged"
+    taintport("report", "merge", *FIXTURES, "--out", out)
+    view = json.loads((out / "matrix.json").read_text())["kcidb"]
+    prefix = out.resolve().as_uri() + "/"
+    assert urls(view) and all(u.startswith(prefix) for u in urls(view)), urls(view)[:3]
+
+
 def test_report_kcidb_prints_what_kcidb_submit_reads(tmp_path, taintport):
     proc = taintport("report", "kcidb", FIXTURES[1], "--artifacts-url", BASE,
                      "--origin", "debian_kernel")

@@ -6,8 +6,9 @@ Each job runs in its own copy of the project (--shell-isolation), so the
 report job sees the kernel job's results only as artifacts. Three pipelines:
 as the kernels are (exit 0), one cell provoked unexpected (a kernel
 regression: the job fails with 1) and one provoked broken (the job exits 2,
-allowed to fail; the report job fails). TAINTPORT_TEST_PROVOKE is the
-test-only switch (provoke.py); a provoked cell says so.
+allowed to fail; the report job fails). TAINTPORT_TEST_PROVOKE is read by
+the test harness (provoke.py), whose tools/taintport the project copy runs;
+a provoked cell says so.
 """
 import json
 import re
@@ -18,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+import provoke
 from consumer_checks import junit_problems, kcidb_problems
 from taintport import ci
 from taintport import REPO
-from taintport.run import provoke
 
 VERSION = "bookworm-6.1"
 KERNEL_JOB = f"kernel {VERSION}"
@@ -44,6 +45,7 @@ def project(tmp_path_factory):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             (dest / name).write_bytes(source.read_bytes())
             (dest / name).chmod(source.stat().st_mode)
+    (dest / "tools" / "taintport").write_text(provoke.wrapper())  # the harness's taintport
     git = ["git", "-c", "user.name=taintport", "-c", "user.email=taintport@localhost"]
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "under test"]):
         subprocess.run(git + cmd, cwd=dest, check=True)

@@ -116,7 +116,7 @@ def sample_table(doc):
 
 
 def test_readme_sample_is_the_bookworm_run(bookworm):
-    """README.md's "What a run prints" is the bookworm-6.1 fixture's table,
+    """README.md's "Reading a report" is the bookworm-6.1 fixture's table,
     printed by the code the runner prints it with (data/results/regenerate
     rewrites it)."""
     sample = sample_table(bookworm)

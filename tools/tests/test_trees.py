@@ -67,7 +67,8 @@ def test_inspect_lists_each_fix_as_the_descriptor_ships_it(name):
         series.switch(tree, series.load(name), named("upstream"),
                       cache.root / "logs" / "t.log")
         proc = taintport("inspect", "--tree", str(tree))
-    assert proc.returncode == 0
+    # exit 1 when a fix the tree can have is missing (as shipped: 5.10's and 6.1's livepatch)
+    assert proc.returncode == (0 if set(ships) == set(fixes.NAMES) else 1)
     for fix in fixes.FIXES:
         state = "present" if fix.name in ships else "missing"
         assert re.search(rf"^{fix.name}:\s+{state}\s+{fix.commit[:12]}", proc.stdout, re.M)

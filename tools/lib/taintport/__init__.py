@@ -16,8 +16,12 @@ results/  cells, schema, folder,     the cell, its JSON schema and its folder;
           report, reports/           reports/ renders them
 run/      sources, stages, matrix,   the cells' chain, workers and progress
           ...
-cli.py, ci.py                        the command line and the CI pipelines
+cli/, ci.py                          the command line (one module per verb group) and
+                                     the CI pipelines
 """
 from pathlib import Path
+
+# the one place the version is written (CHANGELOG.md names each release)
+__version__ = "0.1.0"
 
 REPO = Path(__file__).resolve().parents[3]

@@ -221,15 +221,24 @@ def _staged(tree: Path, texts: dict[str, str], layer: LayerPatch, log: Path,
         return changes
 
 
+def kernel_tree(tree: Path) -> Path:
+    """A folder that holds a kernel source tree (its Makefile and kernel/), or
+    an input error that says which it is not."""
+    tree = Path(tree)
+    if not tree.is_dir():
+        raise InputError(f"{tree}: no such folder (--tree names a kernel source tree)")
+    if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
+        raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
+    return tree
+
+
 def apply(tree: Path, params: Params, cache: Cache, identity: Identity | None = None
           ) -> Carried:
     """Push the layer onto tree with quilt, all or nothing (the module's doc),
     one run at a time."""
     require("quilt", "quilt")
     require("setpriv", "util-linux")
-    tree = Path(tree)
-    if not (tree / "Makefile").is_file() or not (tree / "kernel").is_dir():
-        raise InputError(f"{tree}: not a kernel source tree (no Makefile and kernel/)")
+    tree = kernel_tree(tree)
     with cache.folder_locked(tree):
         return _apply(tree, params, cache, identity)
 

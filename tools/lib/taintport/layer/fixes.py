@@ -6,7 +6,7 @@ in per layout, its semantic patch and -D values, its re-layout, the edits
 SmPL cannot make, a flag table SmPL cannot read), its parameters, and when a
 tree can have the bug ([applies]). This module turns those tables into
 model.Fix values built from strategies.py's generic rules; no code names a
-fix: one is added by adding its folder (README.md, "Carry another fix").
+fix: one is added by adding its folder (docs/new-fix.md).
 """
 from typing import Any, Callable
 

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 
 from taintport.errors import InputError, OutputError
-from taintport.results import folder
+from taintport.results import compare, folder
 from taintport.results.cells import Matrix
 from taintport.results.reports import htmlpage, junit, kcidb, summary
 from taintport.tree import series
@@ -101,3 +101,24 @@ def republish(out_dir: Path, doc: Matrix, patches: Patches | None = None,
     texts = made(out_dir, doc, patches, True, artifacts_url)
     with folder.writing(out_dir, resume=True):
         return written(out_dir, texts, patches)
+
+
+def merge(sources: list[Path], out: Path, quilt_dir: Path = series.QUILT_DIR,
+          artifacts_url: str | None = None) -> tuple[Matrix, list[Path]]:
+    """One results folder from runs that each did some kernels: every source
+    read and checked before out is touched; out is new or empty and none of
+    the sources, and gets the whole merge at once or nothing
+    (folder.replacing). Returns the merged document and its reports' paths in out."""
+    for source in sources:
+        theirs, mine = Path(source).resolve(), Path(out).resolve()
+        if mine.is_relative_to(theirs) or theirs.is_relative_to(mine):
+            raise InputError(f"--out {out}: {source} is merged from it: the merged "
+                             "results go to a new or empty folder of their own")
+    doc = compare.merge(sources)
+    # file:// URLs of out, not of the folder the merge is made in
+    base = kcidb.artifacts(out, artifacts_url).base
+    with folder.replacing(out) as scratch:
+        folder.copy_logs(sources, scratch)
+        written = publish(scratch, doc, read_patches(doc, quilt_dir), with_document=True,
+                          artifacts_url=base)
+    return doc, [Path(out) / path.name for path in written]

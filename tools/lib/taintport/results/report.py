@@ -4,13 +4,15 @@ bugs, the distribution's binaries, the fixes' states; and clean text.
 Text from a results file (a console line, an error, a name) can hold
 terminal escapes: printable() is how any of it leaves the tool.
 """
+import os
 import re
 import sys
+from pathlib import Path
 from typing import Sequence, TextIO
 
 from taintport.judge.verdict import FixState, Status
 from taintport.layer import fixes
-from taintport.results.cells import Cell, exit_code
+from taintport.results.cells import Cell, exit_code, word
 from taintport.tree.variants import Builder, Kind
 
 # C0 and C1 controls (but tab and newline), and the bidirectional overrides a
@@ -144,8 +146,13 @@ def summary_text(cell: Cell) -> str:
             if failing_ok and cell.variant.negative_control else count)
 
 
+def coloured(stream: TextIO) -> bool:
+    """Colour on a terminal, unless NO_COLOR is set to anything (no-color.org)."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
 def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:
-    colour = stream.isatty()
+    colour = coloured(stream)
     paint = {Status.AS_EXPECTED.value: "\033[32m", Status.KNOWN_BUG.value: "\033[35m",
              Status.UNEXPECTED.value: "\033[31m", Status.ERROR.value: "\033[33m"}
     rows = [("version", "variant", "status", "boot", "detail")]
@@ -162,3 +169,18 @@ def table(cells: Sequence[Cell], stream: TextIO = sys.stdout) -> None:
     counts = {s.value: sum(1 for c in cells if c.status is s) for s in Status}
     print(f"\n{len(cells)} cells: " + ", ".join(f"{n} {s}" for s, n in counts.items())
           + f"; exit {exit_code(cells)}", file=stream)
+
+
+def verdict_lines(cell: Cell, out: Path, stream: TextIO = sys.stdout) -> None:
+    """One booted cell's verdict, its errors and each check that did not come
+    out as expected (what `taintport boot` ends with)."""
+    boot_time = cell.timings.boot
+    print(f"{printable(cell.version)} {printable(cell.variant)}: {cell.status.value} "
+          f"({cell.accelerator or 'no boot'}, "
+          f"{f'{boot_time:.1f}s' if boot_time is not None else 'no boot'}, "
+          f"console {out / cell.logs.console})", file=stream)
+    for line in cell.errors:
+        print(f"  error: {printable(line)}", file=stream)
+    for check in cell.failing:
+        print(f"  {check.name}: expected {word(check.expected)}, observed "
+              f"{word(check.observed)}", file=stream)

@@ -21,7 +21,6 @@ from taintport.process import STOPPING, stop_all
 from taintport.results.cells import Cell, Inputs, exit_code
 from taintport.results.folder import Folder, unique_folder
 from taintport.run import selftests, sources, store
-from taintport.run import provoke  # test-only switch, kept apart from the pipeline's stages
 from taintport.run.progress import Progress
 from taintport.run.schedule import Schedule
 from taintport.run.stages import Built, Chain, expectations
@@ -35,7 +34,7 @@ DEFAULT_TIMEOUT = 180
 class Runner:
     def __init__(self, cache: Cache, out: Path, *, quilt_dir: Path = series.QUILT_DIR,
                  jobs: int | None = None, parallel: int = 1, timeout: int = DEFAULT_TIMEOUT,
-                 reuse: bool = True, resume: bool = False, fault: str | None = None,
+                 reuse: bool = True, resume: bool = False,
                  reuse_builds: bool = True) -> None:
         self.cache = cache
         self.quilt_dir = Path(quilt_dir)
@@ -44,17 +43,13 @@ class Runner:
         self.reuse_builds = reuse_builds  # byte-identical variants share a build and boot
         self.tools = store.tool_versions()
         self.progress = Progress(0, costs_path=cache.root / "stage-costs.json")
-        self.provoked = provoke.from_environment()  # test-only, see provoke.py
         self.stored = store.Stored(cache, out)
-        # a faulty agent (taintport.fault, only to test the harness) makes no result to keep
-        self.keep = not fault
-        self.reuse = reuse and not fault
+        self.reuse = reuse
         self.resume = resume
         self.folder = Folder(out, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                    self.tools)
         self.chain = Chain(cache, out, expectations(), self.progress,
-                           jobs=jobs or build.default_jobs(), timeout=timeout,
-                           append=f"taintport.fault={fault}" if fault else "")
+                           jobs=jobs or build.default_jobs(), timeout=timeout)
         self.variants: list[Variant] = []
         self.schedule = Schedule(cache, out, self.parallel,
                                  lambda version: self.needs_work(version, self.variants))
@@ -97,7 +92,6 @@ class Runner:
         if check is not None:
             self.chain.agree(cell, self.folder.published(cell.version,
                                                          table().named(check.peer)))
-        cell = provoke.apply(self.provoked, cell)  # the caller stores its own, unprovoked
         self.folder.accelerator = self.chain.accel
         self.folder.publish(cell)
         detail = cell.errors[0].splitlines()[0] if cell.errors else \
@@ -244,7 +238,9 @@ class Runner:
 
     def finish(self, item: store.Todo, cell: Cell) -> None:
         self.publish(cell)
-        if self.keep:
+        # a cell whose agent broke on purpose (taintport.fault=) tested the
+        # harness, not the kernel: no result to keep
+        if cell.fault is None:
             self.stored.keep(item.key, cell)
 
 

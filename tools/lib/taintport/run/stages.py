@@ -78,7 +78,7 @@ class Chain:
         self.progress = progress
         self.jobs = jobs
         self.timeout = timeout
-        self.append = append  # more kernel command line: taintport.fault=...
+        self.append = append  # more kernel command line (boot --append)
         self.accel = accel    # None: the first boot's probe decides
         self.accel_lock = threading.Lock()
         self.initramfs_bases: set[Path] = set()  # dracut images made by this chain
