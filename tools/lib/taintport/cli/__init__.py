@@ -40,7 +40,7 @@ out-of-tree module signed, unsigned and forced, and a livepatch. Variants
 {rows}
 
 Exit codes: 0 every cell as expected, 1 a cell unexpected (the kernel is not
-what test-matrix/expectations.toml says; for inspect: a fix is not there; for
+what test-matrix/fixes/<fix>.toml says; for inspect: a fix is not there; for
 versions --outdated: a pin is behind), 2 the run itself broke or the input
 was refused. NO_COLOR set: no colour on a terminal.
 """

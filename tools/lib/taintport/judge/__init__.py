@@ -1,1 +1,1 @@
-"""The judge: KTAP from the guest, read against test-matrix/expectations.toml."""
+"""The judge: KTAP from the guest, read against the fixes' guest data (test-matrix/fixes/, guest.toml)."""

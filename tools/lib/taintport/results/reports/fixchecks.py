@@ -1,7 +1,7 @@
 """Which checks of a cell speak for which fix of the family, and what they showed.
 
 A fix's checks are the tests a tree without it fails: its xfail list in
-test-matrix/expectations.toml. A cell's fix state (present, carried, missing,
+test-matrix/fixes/<fix>.toml. A cell's fix state (present, carried, missing,
 reconstructed) says what its tree was made to hold; only those checks say
 whether the kernel behaved so. A report shows a state as proven only when
 they did.
@@ -17,7 +17,7 @@ from taintport.results.cells import Cell
 
 @functools.cache
 def xfail() -> dict[str, frozenset[str]]:
-    """{fix: the tests a tree without it fails}, from test-matrix/expectations.toml."""
+    """{fix: the tests a tree without it fails}, from test-matrix/fixes/<fix>.toml."""
     return verdict.load(family.NAMES).xfail
 
 

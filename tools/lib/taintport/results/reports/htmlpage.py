@@ -23,7 +23,7 @@ Patches = dict[str, dict[str, str]]  # render.Patches: {version: {name: text}}
 ReadLog = Callable[[Path], "str | None"]
 CONSOLE_TAIL = 60
 STATUS_WORDS = {s: s.value.replace("-", " ") for s in Status}
-LEGEND = (("--ok", "as expected: every check matched test-matrix/expectations.toml"),
+LEGEND = (("--ok", "as expected: every check matched test-matrix/fixes/<fix>.toml"),
           ("--known", "known bug: as expected, and the distribution's tree lacks a fix"),
           ("--bad", "unexpected: the kernel is wrong"),
           ("--err", "error: the run broke, no verdict"))

@@ -87,7 +87,7 @@ def verdict_case(suite: ET.Element, cell: Cell, classname: str) -> kcidb.Status:
     wrong = [c.name for c in cell.failing]
     message = (knownbug.message(cell.missing_fixes()) if known
                else first_line(cell.errors) if cell.errors
-               else f"{len(wrong)} check(s) differ from expectations.toml" if wrong
+               else f"{len(wrong)} check(s) differ from the expectations" if wrong
                else cell.status.value)
     outcome(case, status, message, "\n".join(cell.errors + cell.panic + wrong), known=known)
     return status

@@ -3,7 +3,7 @@
 A cell is known-bug when the tree as the distribution ships it lacks a fix of
 the family and every check came out as its expectations say. The checks that
 show the bug are its expected failures: each belongs to the missing fixes
-whose xfail list (test-matrix/expectations.toml) names it. A CI view must not
+whose xfail list (test-matrix/fixes/<fix>.toml) names it. A CI view must not
 show them as passed (KCIDB: FAIL linked to an issue; JUnit: skipped with the
 reason), while the run's exit code stays 0: the run showed what it set out to.
 Fix names, commits and bugs come from the family's data, never from here.
@@ -27,7 +27,7 @@ def fixes_shown(cell: Cell, check: Check) -> tuple[str, ...]:
         return ()
     missing = cell.missing_fixes()
     owners = tuple(fix for fix in missing if check.name in fixchecks.xfail().get(fix, ()))
-    # expectations.toml changed since the run: the check still shows a missing fix
+    # the guest data changed since the run: the check still shows a missing fix
     return owners or tuple(missing)
 
 
