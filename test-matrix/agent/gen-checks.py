@@ -5,7 +5,7 @@
     gen-checks.py <out.c>
 
 test-matrix/guest.toml and test-matrix/fixes/<fix>.toml say what the guest
-checks; tools/lib/taintport/judge/guest.py reads and checks them for the
+checks; tools/lib/taintport/guest.py reads and checks them for the
 judge, and this turns the same values into the C tables agent.h declares,
 so that a fix adds data and no C. Run by the Makefile; bad data is an error
 naming the file, exit 2.
@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "lib"))
 
 from taintport.errors import InputError  # noqa: E402
-from taintport.judge import guest  # noqa: E402
+from taintport import guest  # noqa: E402
 
 
 def c_string(text: str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from taintport import REPO, family
-from taintport.judge import guest
+from taintport import guest
 from taintport.kernel import selftests
 
 LIB = REPO / "tools" / "lib"

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from taintport.errors import InputError
-from taintport.judge import guest, ktap
+from taintport import guest
+from taintport.judge import ktap
 from taintport.layer import fixes
 from taintport.tree import variants
 

@@ -1,7 +1,7 @@
 import pytest
 
 from taintport.errors import InputError
-from taintport.judge import guest
+from taintport import guest
 from taintport.kernel import kconfig
 
 

@@ -2,7 +2,8 @@
 
 leaves    errors, digest, atomic,    what every stage uses: errors, checksums,
           names, process, family,    the one safe writer, validated names,
-          journal, cache             child processes, the fix family's metadata,
+          guest, journal, cache      child processes, the fix family's metadata,
+                                     the guest's data (test-matrix/fixes/),
                                      a folder's journal, the cache folders
 tree/     versions, archive/, fetch, the pinned upload, the Debian archive (private
           untar, disk, variants,     apt, indexes, downloads, repin), the fetched
@@ -11,7 +12,7 @@ layer/    engine, fixes, strategies, the family of fixes (read from their folder
           spatch, carry, dep3, ...   carried onto a tree, judged by the semantic patches
 kernel/   kconfig, build, binary,    the kernel built (or Debian's binary), its
           initramfs, boot            modules, dracut image and QEMU boot
-judge/    ktap, verdict              what the guest printed, against the expectations
+judge/    ktap, verdict, selftests   what the guest printed, against the expectations
 results/  cells, schema, folder,     the cell, its JSON schema and its folder;
           report, reports/           reports/ renders them
 run/      sources, stages, matrix,   the cells' chain, workers and progress

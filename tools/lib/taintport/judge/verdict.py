@@ -3,7 +3,7 @@
 Every test asserts the behaviour of a kernel with every fix of the family,
 so a cell expects each test to pass except the expected failures (xfail) of
 the fixes its tree lacks (test-matrix/fixes/<fix>.toml, read by
-judge/guest.py), and, where a fix has no meaning (a kernel without the
+guest.py), and, where a fix has no meaning (a kernel without the
 taint it allows), the failures of a kernel without that taint. A cell is "as-expected" when the failures are
 exactly that set ("known-bug" when, on top of that, the tree as shipped lacks
 a fix of the family), "unexpected" when the run was sound but a test's result
@@ -22,7 +22,7 @@ from typing import Protocol
 from taintport import family
 from taintport.digest import tree_digest
 from taintport.errors import InputError
-from taintport.judge import guest
+from taintport import guest
 from taintport.judge.ktap import Parsed
 from taintport.tree import variants
 from taintport.tree.variants import Base, HostCheck, Variant
@@ -187,7 +187,7 @@ class Judgement:
 
 def load(fix_names: Sequence[str], data: guest.Guest | None = None,
          table_path: Path | str = variants.TABLE) -> Expectations:
-    """The guest data's tests and expected failures (judge/guest.py), checked
+    """The guest data's tests and expected failures (guest.py), checked
     against the layer's family (fix_names: the run gives them): each of its
     fixes has a file of what the guest checks, and every test a variant skips
     (test-matrix/variants.toml) is a test of the data. A fix the guest

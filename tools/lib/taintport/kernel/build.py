@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from taintport import REPO
+from taintport import REPO, guest
 from taintport.digest import sha256_of, tree_digest
 from taintport.errors import RunError
 from taintport.kernel import kconfig
@@ -146,10 +146,9 @@ def build_modules(build_dir: Path, out: Path, log: Path, jobs: int,
 
 def agent_sources() -> str:
     """What the agent is made of: its C, and the guest data its checks are
-    generated from (test-matrix/, read by judge/guest.py)."""
+    generated from (test-matrix/, read by taintport/guest.py)."""
     return hashlib.sha256((tree_digest(REPO / "test-matrix") +
-                           sha256_of(REPO / "tools" / "lib" / "taintport" / "judge" /
-                                     "guest.py")).encode()).hexdigest()[:16]
+                           sha256_of(Path(guest.__file__))).encode()).hexdigest()[:16]
 
 
 def sign(build_dir: Path, module: Path, signed: Path, log: Path) -> None:

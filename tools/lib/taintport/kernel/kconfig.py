@@ -11,7 +11,7 @@ from pathlib import Path
 
 from taintport import REPO
 from taintport.errors import InputError, RunError
-from taintport.judge import guest
+from taintport import guest
 from taintport.process import NICE_LEVEL, run
 from taintport.tree import versions
 from taintport.tree.fetch import KCONFIG, UPLOAD
