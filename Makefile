@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # taintport: the two entry points a newcomer needs, plus the pieces they run.
 #   make matrix   fetch, build, boot and judge every kernel in versions/
 #   make check    the test suite (unit, agent, fixtures, end-to-end on 6.1)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The consumers' own checks, as the tests run them on what taintport writes.
 
 KCIDB: Debian's python3-jsonschema (Draft 7, the validator kcidb-io itself

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A Debian archive of the tests' own: a release's suites with small fake
 kernel packages, indexed as Debian's are, by dpkg-scanpackages (Packages)
 and apt-ftparchive (Release), served as a file: archive (no network).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """An independent model of the kernel rules the in-guest test observes.
 
 The oracle for the guest data's expected failures (test-matrix/fixes/): it knows nothing of what any

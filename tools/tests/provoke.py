@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Test harness: a cell turned unexpected or broken on purpose, no kernel involved.
 
 A CI pipeline must show a kernel regression (exit 1) apart from a broken run

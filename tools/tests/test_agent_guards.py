@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The agent's guards, each on its own: with every other guard satisfied, one
 that fails must refuse (exit 3) before any module is opened.
 

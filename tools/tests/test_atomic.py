@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The one safe writer (taintport.atomic): old or new bytes whatever kills it,
 and the leftovers of a killed run removed by the next write, a live run's never."""
 import fcntl

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """apply --tree DIR and --export DIR on a maintainer's tree: what is written, what is refused.
 
 The trees are assembled from the fixtures (test_layer.py): a pre-3.15 tree

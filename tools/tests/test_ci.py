@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The CI pipelines under ci/: generated from versions/, valid, not drifted;
 the GitLab rules and the GitHub workflow checked by the pinned tools the
 engines' users run (gitlab-ci-local, action-validator), the annotations.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Bad names on the command line: an error that lists the valid ones, exit 2."""
 import os
 import re

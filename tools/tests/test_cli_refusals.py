@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The command line checks every argument before any work: a refused command
 exits 2 with the option's name and has downloaded, extracted and written
 nothing (no cache, no results folder, the --out folder as it was)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The semantic patches as a spatch user runs them: the kernel's `make coccicheck`.
 
 On bookworm's 6.1 (fetched into the cache with `taintport fetch` when absent;

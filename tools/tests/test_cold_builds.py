@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """One cold build at a time, rebuilds beside it; the KVM probe stops no build.
 
 The builds are stood in by a function that notes when it runs (the real

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """End to end on bookworm's 6.1: fetch, four variants built and booted, judged,
 and Debian's own binary of the tree (shipped) booted beside them.
 

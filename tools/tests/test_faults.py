@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Faults provoked for real: each must end as a named error, never a pass or a fail.
 
 Uses bookworm 6.1 (built by test_e2e; rebuilt incrementally here if needed).

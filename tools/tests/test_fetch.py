@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The fetch stage against a small apt archive of our own (file:, no network).
 
 The archive has the same layout as Debian's (dists/<suite>/main, pool/), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The fetch stage killed, filled up and fed hostile descriptors, for real:
 `tools/taintport fetch` runs as a process of its own against a file: archive
 fixture (debian_archive.py), is sent SIGKILL or SIGTERM in the middle of its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """No code names a fix: a fix is its folder, semantic-patches/<fix>/, and its
 guest file, test-matrix/fixes/<fix>.toml (the one test of this idea, for the
 layer's side and the agent's).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The whole layer on the full pre-fix state of the five distribution trees.
 
 quilt/<version>/reverted-full/ removes every fix a tree ships in every piece

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Every reader of untrusted input, fed arbitrary and adversarial bytes.
 
 Property: whatever a results file (matrix.json, cell.json), a console's

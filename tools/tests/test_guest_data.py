@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The guest data (test-matrix/guest.toml, test-matrix/fixes/<fix>.toml) and
 the agent generated from it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The per-cell archive appended to the kernel's dracut image."""
 import subprocess
 from pathlib import Path

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """All or nothing, proven on the real code: killed, out of disk, denied a write.
 
 `apply --tree` and `apply --export` are run as a user runs them, and killed

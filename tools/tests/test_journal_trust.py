@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The journal is input: what a tree holds never makes taintport act for someone else.
 
 A journal (journal.py) found in a tree is acted on only when this user's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """JUnit that Jenkins' xunit plugin (junit-10.xsd) accepts: every junit.xml
 taintport writes validates with xmllint against schemas/junit-10.xsd, and
 keeps what GitLab's and GitHub's test views read."""

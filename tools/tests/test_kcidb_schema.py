@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """KCIDB that KernelCI can ingest: every KCIDB document taintport writes or
 prints validates against KCIDB I/O schema v4.3 (schemas/kcidb-v04_03.json,
 rules from kcidb-io) with Debian's python3-jsonschema and its format

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 import pytest
 
 from taintport.errors import InputError

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The KTAP parser and the verdict on console logs (synthetic and captured)."""
 import dataclasses
 import tomllib

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The taintport layer: fixtures in the Coccinelle habit, whole trees, failures.
 
 semantic-patches/<fix>/tests/<piece>_<case>.c is an input written in the

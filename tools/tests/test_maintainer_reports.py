@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What `inspect` and `apply --tree` tell a maintainer about their own tree:
 a merge left half-done, a fix taintport itself pushed before, a fix the tree
 cannot have; and that a file the layer only reads may hold any bytes and line

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The man page and the bash completion come from the parser itself: every
 verb and every option it has, and nothing committed that could go stale."""
 import argparse

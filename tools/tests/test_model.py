@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The guest data's expected failures (test-matrix/fixes/) against an
 independent model of the kernel's rules (kernel_model.py), not against what a
 boot printed. The fixes are those the guest tests (a file each)."""

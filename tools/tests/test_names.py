@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Names used as paths are checked first: nothing is created outside the cache.
 
 A version name names a lock, a tree and a build dir; a descriptor's fields

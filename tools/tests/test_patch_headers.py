@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The patch headers taintport writes, held to DEP-3's field rules and to the
 shape the Debian kernel team gives the upstream fixes it carries
 (docs/patch-headers.md; consumer_checks.dep3_problems and

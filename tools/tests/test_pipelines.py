@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The generated GitLab pipeline run for real with gitlab-ci-local, narrowed
 to bookworm's 6.1 by its pipeline variable, on the cache the end-to-end test
 (test_e2e.py, which runs first) leaves warm: the kernel job reuses its cells.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """check --all-point-releases against a local archive holding a fixed and a pre-fix tree."""
 from taintport.cache import Cache
 from taintport.layer import pointreleases

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A guest boots with the builds beside it stopped, and they go on afterwards.
 
 Real processes (sleep), their state read from /proc: 'T' is stopped.

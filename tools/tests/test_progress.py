@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What a long run shows: a status line that counts every second on a
 terminal, with an estimate once a stage has been measured; plain lines that
 carry the run's elapsed time in a CI log."""

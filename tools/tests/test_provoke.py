@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The test harness that turns a cell unexpected or broken on purpose:
 read strictly, marks what it touches, leaves everything else alone."""
 import copy

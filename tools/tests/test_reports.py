@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The reports rendered from matrix.json: KCIDB view, junit.xml, summary.md,
 index.html (also in headless Chromium), and report compare / merge.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Results folders are input: hostile or damaged ones are refused, exit 2, nothing written.
 
 Each test copies a fixture results folder (data/results/), edits it the way

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Results that must not be lost or wrongly reused: --out, --resume, an interrupted fetch.
 
 No kernel is built: the runs here find every cell they need already done

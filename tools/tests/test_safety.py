@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Promises about the host: nothing loads modules here, keys stay put, guests are cut off."""
 import re
 import stat

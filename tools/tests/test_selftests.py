@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The selftests stage (issue 37): the kernel's own livepatch selftests and
 the trace-event sample, run after the agent and judged against the same
 kernel's upstream cell, from the consoles in data/selftests/ (fabricated in

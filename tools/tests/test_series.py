@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """quilt variants on a small tree of our own: real quilt, real patch."""
 import os
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The shipped variant without a boot: its descriptor table, its declared
 skips, its agreement with upstream, its inputs and what the reports say.
 The boot of Debian's real binary is in test_e2e.py and the captured

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """spatch without HOME (cron, env -i, a service): Debian's spatch ends in
 "Fatal error: exception Not_found"; the layer gives it the user's home."""
 import pytest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Stable mails that can be sent as they are written: every mail `apply
 --export DIR --mail` writes goes through the tools of the people who read and
 send it: `git am -3` onto a git repository of the tree (its index lines make

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Versions that follow what a release's users get, against a private archive
 fixture: a file: repository of a release's suites (the release, -updates,
 -security, -backports) indexed by dpkg-scanpackages and apt-ftparchive, with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The layer on the five distribution trees and on a maintainer's own tree.
 
 Needs the kernel sources (fetched into the cache on first use, about 15 s

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """test-matrix/variants.toml: one record per variant, and no code that names one."""
 import ast
 from pathlib import Path

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """taintport: one folder per stage of the pipeline, each importing only those before it.
 
 leaves    errors, digest, atomic,    what every stage uses: errors, checksums,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The one way a file is written whole: beside, fsynced, renamed over (dpkg's way).
 
 Every file the tools write (results and reports, descriptors on --repin,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Where downloads, trees and builds live: outside the repository.
 
 Default `${XDG_CACHE_HOME:-$HOME/.cache}/taintport`, overridden by

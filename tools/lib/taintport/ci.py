@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Scale-out on an existing CI engine: pipelines generated from versions/.
 
 One job per kernel, each running the cells of its kernel on Debian 12 and

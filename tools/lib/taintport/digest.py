@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Digests of files and folders: what a pin is checked against and a cell is keyed on.
 
 A leaf: the fetch, kernel and run stages all hash what they read, and none of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The ways a run goes wrong, kept apart from a test that fails.
 
 A test that fails is a result (a cell that is "unexpected"). These are not

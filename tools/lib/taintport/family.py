@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The family of fixes, as their records describe them.
 
 A fix is one folder, semantic-patches/<fix>/, and its record fix.toml holds

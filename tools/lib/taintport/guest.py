@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What the in-guest test checks: test-matrix/guest.toml and test-matrix/fixes/*.toml.
 
 One file per fix says what the guest checks for it (its test module, how it

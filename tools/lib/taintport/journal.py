@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """All or nothing on a folder the user owns: every file replaced atomically, a
 journal to roll back from, whenever the run stops.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The names taintport allows, checked before any of them becomes part of a path.
 
 A version name, a Debian package, suite or version string each

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Run external tools with their output in a log and failures named.
 
 Each command runs in its own process group, so that an interrupted run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Command line: the matrix, and one verb per stage for debugging a single step.
 
 Each verb (cells.py, archive.py, layer.py, reports.py) turns its arguments

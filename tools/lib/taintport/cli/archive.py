@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The verbs that read Debian's archive: fetch, versions, check."""
 import argparse
 import time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The verbs that build and boot cells: matrix, build, boot, bench."""
 import argparse
 import sys

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The verbs of the layer: regen, inspect, apply."""
 import argparse
 import sys

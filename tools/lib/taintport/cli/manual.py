@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The man page and the bash completion, generated from the parser at build
 time (`make man completion`), never committed: they cannot go stale.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The options several verbs share, each defined once and named the same way
 everywhere, and the argument types that refuse a bad value before any work."""
 import argparse

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The verbs on results and pipelines: report (re-render, compare, merge,
 kcidb) and ci."""
 import argparse

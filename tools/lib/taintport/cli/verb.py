@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A verb of the command line: its options, the typed request its arguments
 become (every value checked before any work), and the one function that
 does it (kunit.py's shape: the library never sees argparse)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """KTAP in (from a serial console log), results out.
 
 The agent prints KTAP version 1 nested the way kunit nests a suite's cases:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Verdict of the selftests stage: the kernel's own tests beside the agent's.
 
 The guest's runner (test-matrix/dracut/51taintport-selftests) prints two KTAP

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Verdict stage: observed KTAP results against what the guest data expects.
 
 Every test asserts the behaviour of a kernel with every fix of the family,

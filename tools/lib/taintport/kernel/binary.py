@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The `shipped` variant's stage: the distribution's own binary kernel, no build.
 
 The descriptor's [shipped] table pins the image (on 7.x the binary and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Boot stage: QEMU with the serial console in a file and a wall-clock timeout.
 
 KVM is used only when a short probe boot under KVM reaches the kernel's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Build stage: one out-of-tree kernel build dir per version, shared by its variants.
 
 The first variant pays for the full build; switching variant only touches the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Initramfs stage: dracut with our module from a private module folder,
 then the cell's own files appended as a second cpio archive.
 

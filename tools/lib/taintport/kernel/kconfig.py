@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Kernel config stage: tinyconfig + fragments, then check nothing was dropped.
 
 Like kunit_tool's validate_config: olddefconfig silently drops an option whose

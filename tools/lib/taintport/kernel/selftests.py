@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The kernel's own tests around the change, from the tree its kernel was built from.
 
 Issue 37: a cell's kernel also runs the livepatch selftests

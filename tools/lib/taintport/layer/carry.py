@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Carry the layer onto a maintainer's own tree, as a quilt series, all or nothing.
 
 `taintport apply --tree DIR` generates the layer for that tree (spatch on

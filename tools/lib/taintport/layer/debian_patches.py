@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Where a carried fix goes in a Debian kernel source package's debian/patches.
 
 The Debian kernel team keeps the upstream fixes it carries as

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Patch files a maintainer can use as they are: DEP-3 quilt patches, stable mails.
 
 One fix carried onto one tree becomes either a quilt patch with a DEP-3

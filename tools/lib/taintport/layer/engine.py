@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The layer engine: a family of upstream fixes, judged and carried by spatch.
 
 The caller hands the engine the fixes (taintport.layer.fixes.FIXES, read from

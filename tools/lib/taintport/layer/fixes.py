@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The family of fixes, each read from its folder's record.
 
 semantic-patches/<fix>/fix.toml says, besides its header data

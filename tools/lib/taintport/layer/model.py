@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What the layer knows and says: fixes, their pieces, and their states in a tree.
 
 A fix (semantic-patches/<name>/fix.toml, read by fixes.py) is a list of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """`taintport check --all-point-releases`: the layer on every linux-source the suites offer.
 
 No build and no full extraction. The suites read are every one a version

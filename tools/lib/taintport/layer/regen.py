@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The generated part of each quilt series: the layer run on two trees.
 
 `taintport regen` writes, from the semantic patches, one patch per fix:

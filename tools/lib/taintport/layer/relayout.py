@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Whitespace work: lay out what spatch added the way the tree lays out its code.
 
 spatch decides the code; these functions decide only where its lines break

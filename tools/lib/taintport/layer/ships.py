@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A version descriptor's `ships` against the fetched tree, as the layer judges it."""
 import shutil
 import tempfile

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A tree's source files as the layer reads them, and the ones it refuses.
 
 The layer reads and writes a user's tree only through regular files under

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """spatch, run the way the layer needs it: the judge of every piece, and its fixer.
 
 Every semantic patch under semantic-patches/ has a `taintport` virtual rule

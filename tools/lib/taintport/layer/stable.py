@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Which kernel series upstream still maintains: where a stable mail can go.
 
 A `[PATCH X.Y.y]` mail is written only for a series in LONGTERM that is

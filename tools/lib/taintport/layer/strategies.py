@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The generic rules a fix's record names, each parameterised by its data.
 
 A fix's record (semantic-patches/<fix>/fix.toml) says how each of its pieces

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A cell after its verdict, and a run of cells: typed values, JSON only at the edge.
 
 Everything after the verdict (the matrix, `taintport boot`, the reports,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Two runs side by side, and many runs made one.
 
 compare: the cells whose status changed between two matrix documents,

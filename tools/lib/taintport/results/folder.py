@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A results folder on disk: read back within limits, held by one writer, written atomically.
 
 A results folder is input like any other: `report`, `report compare`,

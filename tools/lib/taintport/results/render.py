@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The reports of a results folder, rendered from its matrix.json.
 
 junit.xml, summary.md and index.html are written next to matrix.json; each

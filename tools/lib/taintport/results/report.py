@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What every report says of the cells: the table on the terminal, the known
 bugs, the distribution's binaries, the fixes' states; and clean text.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The results files' schema: each field's writer beside its reader.
 
 cell.json and matrix.json are written only by write_* here and read back

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What a results run showed of a fix's bug, for a stable mail's "booted" line.
 
 A mail may say a kernel was booted with the bug seen only when a results

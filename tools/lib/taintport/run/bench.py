@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """`make bench`: one measured run of the matrix on this machine, written to docs/benchmarks.md.
 
 Phases, all in a fresh cache of their own (the pinned .debs are linked in,

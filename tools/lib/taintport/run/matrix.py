@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The matrix: versions x variants, each cell built, booted and judged.
 
 This module runs the workers; schedule.py says which kernel when, store.py

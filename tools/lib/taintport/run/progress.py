@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What a long run shows while it works.
 
 On a terminal (and not under CI) one status line is redrawn in place, every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Which kernel when: the longest build first, and trees fetched ahead of their turn.
 
 Versions run side by side (`--parallel`), which overlaps one kernel's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The selftests stage of a cell: after the agent's boot, a boot of its own.
 
 The agent's boot stays the measured "boot + test" (docs/benchmarks.md): the

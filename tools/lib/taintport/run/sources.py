@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """How a variant's kernel is made and booted: the strategy for whoever its row in
 test-matrix/variants.toml says builds it (built_by).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The stage chain of one cell: its kernel made (sources.py: switch and build,
 or the distribution's binary unpacked), the host's checks, initramfs, boot,
 verdict.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The cell store: what decides a cell (its key), and finished cells kept for reruns.
 
 A finished cell is stored under <cache>/cells/<key>, the key hashed from

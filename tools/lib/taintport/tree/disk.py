@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The fetch stage's disk errors: a full disk named with the folder, what it
 was doing and how much a tree takes."""
 import errno

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Fetch stage: the pinned linux-source tree in the cache.
 
 The .deb comes from the Debian archive through a private apt state

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """quilt, run with an environment of our own.
 
 quilt reads QUILT_PC, QUILT_PATCHES, QUILT_SERIES, QUILT_PATCH_OPTS and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Variants of a tree, each a prefix of one quilt series applied with --fuzz=0.
 
 quilt/<version>/series lists patches in groups, one folder per group:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A Debian source package's tarball unpacked into a folder by a pipe of
 programs (dpkg-deb | tar | xz | tar), each dying with the run, their stderr
 kept even when the disk is full."""

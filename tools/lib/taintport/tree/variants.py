@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The variants of a kernel: one typed record each, from test-matrix/variants.toml.
 
 A record says how its tree is made (base, quilt groups, layer), who builds

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Version descriptors: one TOML file per distribution kernel in versions/.
 
 A version is one kernel series as a Debian release's users get it: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Which checks of a cell speak for which fix of the family, and what they showed.
 
 A fix's checks are the tests a tree without it fails: its xfail list in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """index.html: the matrix at a glance, for a release engineer, in one file.
 
 Self-contained (inline CSS, a few lines of inline JS, no network): the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """junit.xml: one testsuite per cell, one testcase per check, for any CI system.
 
 A check that came out wrong is a <failure> (the kernel is wrong); a cell whose

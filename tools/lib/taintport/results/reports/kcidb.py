@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A run in KernelCI's KCIDB shape: checkouts -> builds -> tests (I/O schema v4.3).
 
 One checkout per version (the Debian source package plus its quilt series),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """Known bugs of the kernels as shipped, check by check, as the CI views mark them.
 
 A cell is known-bug when the tree as the distribution ships it lacks a fix of

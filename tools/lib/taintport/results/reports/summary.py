@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """summary.md: an LKFT-style plain-text report, ready to paste into a mail.
 
 Build summary first, then the cells that need a human (unexpected, error),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """apt-get and apt-cache pointed at a private state of our own, for one suite.
 
 Every apt call gets its own sources file, lists, archive cache and an empty

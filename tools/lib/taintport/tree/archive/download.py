@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """A pinned .deb in <cache>/debs: downloaded from the first of the version's
 suites that lists it, checked against the pin's size and SHA256 (the ones
 the suite's index publishes) before and after, and kept only when it matches.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The binary kernel Debian built from a pinned upload: its signed image of
 the default flavour and every package of it the `shipped` variant needs,
 found in the version's suites by following the packages' dependencies."""

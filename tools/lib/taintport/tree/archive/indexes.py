@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """The suites' indexes one command reads, and where a version's pin stands in them."""
 import threading
 from dataclasses import dataclass

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """`versions --repin`: a descriptor's pins moved, on purpose, to the newest
 upload its suites serve, and its [shipped] pins to the binary kernel Debian
 built from that upload.

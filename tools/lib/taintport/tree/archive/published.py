@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 """What a suite's Packages index publishes of a package, read with deb822."""
 from dataclasses import dataclass, replace
 
