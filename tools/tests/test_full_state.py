@@ -125,7 +125,7 @@ def test_a_full_state_that_leaves_a_fix_in_place_is_refused(tmp_path):
         + _comment_hunk(name))
     version = versions.select([name])[0]
     with held_tree(name) as (cache, tree):
-        with pytest.raises(InputError, match=r"nothing to do for unsigned on the full "
+        with pytest.raises(InputError, match=r"nothing to do for unsigned, test on the full "
                                              r"pre-fix state"):
             regen.from_full_state(tree, series.load(name, quilt), version, tmp_path / "log")
 
