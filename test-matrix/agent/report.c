@@ -27,39 +27,45 @@
 int status;			/* 0 every check made, 1 internal error */
 static unsigned int cut_at;	/* taintport.fault=truncate: results before the end */
 
+/* one formatter for the three kinds of "# ..." line below */
+static void print_msg(const char *head, const char *fmt, va_list args)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, args);
+	if (head)
+		ktap_print_msg("%s: %s", head, msg);
+	else
+		ktap_print_msg("%s", msg);
+}
+
 void agent_error(const char *fmt, ...)
 {
-	char msg[256];
 	va_list args;
 
 	va_start(args, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, args);
+	print_msg("error", fmt, args);
 	va_end(args);
-	ktap_print_msg("error: %s", msg);
 	status = 1;
 }
 
 /* "# <subtest>: ..." before the results that rest on what it says */
 void diag(const struct load *l, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list args;
 
 	va_start(args, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, args);
+	print_msg(l->subtest, fmt, args);
 	va_end(args);
-	ktap_print_msg("%s: %s", l->subtest, msg);
 }
 
 void report_msg(const char *fmt, ...)
 {
-	char msg[1024];
 	va_list args;
 
 	va_start(args, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, args);
+	print_msg(NULL, fmt, args);
 	va_end(args);
-	ktap_print_msg("%s", msg);
 }
 
 /*
