@@ -37,8 +37,11 @@ agent-check: deps
 e2e: deps ci-tools
 	$(PYTEST) -q -m e2e tools/tests
 
+# On every core (pytest-xdist): a TCG boot, spatch and most tests are one
+# thread each; the tests on the user's cache run in one worker, in order
+# (tools/tests/conftest.py).
 check: deps ci-tools typecheck agent-check ci-check
-	$(PYTEST) -v tools/tests
+	$(PYTEST) -v -n auto --dist loadgroup tools/tests
 
 # Reports again from a results folder's matrix.json: make report DIR=results/<run>
 report:

@@ -24,6 +24,19 @@ def fake_command(tmp_path, monkeypatch, name, script):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "e2e: builds and boots real kernels (minutes)")
+    config.addinivalue_line("markers", "users_cache: reads or switches the trees and build "
+                            "folders of the user's taintport cache")
+
+
+def pytest_collection_modifyitems(config, items):
+    """make check runs the tests on every core (pytest-xdist, --dist loadgroup):
+    a boot under TCG, spatch and most tests are one thread, and a 2-core machine
+    idled one core through them. The tests on the user's cache share its trees
+    and build folders, which a matrix run switches between variants, so they
+    run one after another on one worker, as they did before."""
+    for item in items:
+        if item.get_closest_marker("users_cache"):
+            item.add_marker(pytest.mark.xdist_group("users-cache"))
 
 
 @pytest.fixture

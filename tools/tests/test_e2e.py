@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 VERSION = "bookworm-6.1"
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 
 
 def matrix(out, *extra):

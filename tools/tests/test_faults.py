@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 VERSION = "bookworm-6.1"
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 
 
 def taintport(*args, timeout=1800):
@@ -154,8 +154,13 @@ def test_build_failure_is_a_cell_error_and_other_cells_go_on(tmp_path):
 
 def test_sigterm_keeps_finished_cells_and_resume_completes(tmp_path):
     out = tmp_path / "out"
+    # two variants: the first cell is finished when the signal comes, the
+    # second is building (make must die with the run); the other variants
+    # would add minutes of boots to the same proof
+    variants = ["upstream", "reverted"]
     proc = subprocess.Popen([*TAINTPORT, "matrix", "--rerun", "--versions", VERSION,
-                             "--out", str(out)], stdout=subprocess.PIPE,
+                             "--variants", *variants, "--out", str(out)],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     first = out / VERSION / "upstream" / "cell.json"
     deadline = time.monotonic() + 900
@@ -173,11 +178,11 @@ def test_sigterm_keeps_finished_cells_and_resume_completes(tmp_path):
                           capture_output=True).returncode != 0, "make left running"
     kept = json.loads((out / "matrix.json").read_text())["cells"]
     assert [c["variant"] for c in kept][0] == "upstream"
-    resumed = taintport("matrix", "--rerun", "--versions", VERSION, "--resume", str(out))
+    resumed = taintport("matrix", "--rerun", "--versions", VERSION, "--variants", *variants,
+                        "--resume", str(out))
     assert resumed.returncode == 0
     cells = json.loads((out / "matrix.json").read_text())["cells"]
-    assert [c["variant"] for c in cells] == ["upstream", "shipped", "reverted", "backported",
-                                            "patched"]
+    assert [c["variant"] for c in cells] == variants
     assert cells[0].get("resumed")
 
 

@@ -29,7 +29,7 @@ VERSION = "bookworm-6.1"
 KERNEL_JOB = f"kernel {VERSION}"
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 
 
 @pytest.fixture(scope="module")

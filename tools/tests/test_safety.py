@@ -42,6 +42,7 @@ def test_guests_have_no_network_device():
 
 
 @pytest.mark.e2e
+@pytest.mark.users_cache
 def test_signing_key_stays_in_the_build_dir_and_out_of_results():
     """Run after test_e2e: the build dir exists and results were written."""
     version = versions.select(["bookworm-6.1"])[0]

@@ -353,6 +353,18 @@ def test_the_distributions_binary_declares_its_selftests_skipped(tmp_path, chain
     assert guest[1] == []  # nothing booted
 
 
+def test_a_cell_whose_agent_ended_in_error_declares_its_selftests_not_run(
+        tmp_path, chain, guest):
+    """A hung, panicked or cut-short agent is the cell's result: the selftests
+    are said not run (why, in the cell), and no guest boots for them."""
+    cell = cell_of(chain, "upstream", Status.ERROR)
+    selftests.stage(chain, cell, built(tmp_path, "upstream"), None)
+    (skip,) = cell.checks
+    assert skip.declared_skip and "agent's boot ended in an error" in skip.diagnostics[0]
+    assert cell.status is Status.ERROR and cell.timings.selftests is None
+    assert guest[1] == []
+
+
 def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_them():
     """data/selftests/bookworm-6.1: the selftests' consoles of a real run
     (every livepatch selftest passes on 6.1 under TCG; the sample loaded

@@ -212,6 +212,7 @@ def git_apply_check(files, mail, where):
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.users_cache  # the .debs in the user's cache, fetched once
 @pytest.mark.parametrize("name", ["bookworm-6.1", "bullseye-5.10"])
 def test_every_mail_applies_to_the_pinned_tree_of_its_branch(tmp_path, name):
     """The mail written for the pinned tree itself and the one written for a
