@@ -207,7 +207,7 @@ def test_a_missing_payload_is_an_error_of_the_cell(tmp_path, chain, guest):
 def test_an_error_of_the_agent_stays_an_error():
     agent = verdict.Judgement(Status.ERROR, [], ["no end marker"])
     ran = judge.judge(ktap.parse((CONSOLES / "pass.log").read_text()),
-                      verdict.load(fixes.NAMES).expected({}), None)
+                      verdict.load(fixes.NAMES).expected({}), None, {})
     assert ran.status is Status.AS_EXPECTED
     assert judge.merged(agent, ran).status is Status.ERROR
 
@@ -292,6 +292,8 @@ def fake_build(tmp_path, monkeypatch, *, in_tree: bool):
     (build_dir / payload.SAMPLE).parent.mkdir(parents=True)
     (build_dir / payload.SAMPLE).write_text("sample\n")
     if in_tree:
+        (tree / payload.IN_TREE).mkdir(parents=True)
+        (tree / payload.IN_TREE / "test_klp_state.c").write_text("state\n")
         (build_dir / payload.IN_TREE).mkdir(parents=True)
         (build_dir / payload.IN_TREE / "test_klp_state.ko").write_text("state\n")
     else:
@@ -313,8 +315,8 @@ def test_the_payload_is_built_from_the_cells_tree_and_signed(tmp_path, monkeypat
     tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=in_tree)
     out = tmp_path / "out"
     (payload.payload(out) / "stale").mkdir(parents=True)
-    folder = payload.build_payload(tree, build_dir, "6.1.192", out, tmp_path / "log", 1,
-                                   tmp_path / "cache")
+    folder = payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                                   "6.1.192", out, tmp_path / "log")
     assert not (folder / "stale").exists()
     assert (folder / "release").read_text() == "6.1.192\n"
     assert (folder / "timeout").read_text() == f"{payload.DEFAULT_TIMEOUT}\n"
@@ -334,13 +336,13 @@ def test_the_payload_is_built_from_the_cells_tree_and_signed(tmp_path, monkeypat
 def test_a_build_without_the_sample_says_which_option(tmp_path, monkeypatch):
     tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=True)
     (build_dir / payload.SAMPLE).unlink()
-    with pytest.raises(RunError, match="CONFIG_SAMPLE_TRACE_EVENTS=m did not build it"):
-        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
-                              1, tmp_path / "cache")
+    with pytest.raises(RunError, match="CONFIG_SAMPLE_TRACE_EVENTS=m did not build"):
+        payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                              "6.1.192", tmp_path / "out", tmp_path / "log")
     (build_dir / payload.IN_TREE / "test_klp_state.ko").unlink()
-    with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build them"):
-        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
-                              1, tmp_path / "cache")
+    with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build"):
+        payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                              "6.1.192", tmp_path / "out", tmp_path / "log")
 
 
 def test_the_distributions_binary_declares_its_selftests_skipped(tmp_path, chain, guest):
@@ -363,7 +365,7 @@ def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_the
         text = (CONSOLES / "bookworm-6.1" / f"{variant}.log").read_text()
         expected = expectations.expected(expectations.states(named(variant), SHIPS))
         judged = judge.judge(ktap.parse(text), expected,
-                             None if reference is None else reference.checks)
+                             None if reference is None else reference.checks, {})
         assert judged.status is Status.AS_EXPECTED, (variant, judged.errors)
         names = {c.name: c for c in judged.checks}
         assert len([n for n in names if n.startswith("selftests.livepatch.")]) == 6

@@ -92,11 +92,15 @@ def test_inputs_name_every_pin_and_move_with_any_of_them():
     mine = binary_inputs(version)
     assert (mine.package, mine.deb_sha256) == (version.shipped.packages[0].package,
                                                version.shipped.packages[0].sha256)
-    assert len(mine.binaries) == len(version.shipped.packages)
+    # every pinned binary, and the source package its selftests come from
+    assert len(mine.binaries) == len(version.shipped.packages) + 1
+    assert mine.binaries[f"{version.package}={version.version}"] == version.sha256
     key = store.cell_key(named("shipped"), mine, {}, 180)
-    for changed in (replace(version.shipped, memory=2048),
-                    replace(version.shipped, packages=version.shipped.packages[:-1])):
-        other = binary_inputs(replace(version, shipped=changed))
+    for changed in (replace(version, shipped=replace(version.shipped, memory=2048)),
+                    replace(version, shipped=replace(version.shipped,
+                                                     packages=version.shipped.packages[:-1])),
+                    replace(version, sha256="0" * 64)):
+        other = binary_inputs(changed)
         assert store.cell_key(named("shipped"), other, {}, 180) != key
     # a built variant's inputs (and so every stored cell's key) are as before
     assert "binaries" not in schema.write_inputs(Inputs(package="p", package_version="1"))

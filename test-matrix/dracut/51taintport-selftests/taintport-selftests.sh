@@ -48,7 +48,7 @@ diag() {
 # 6.12 has_kdir() wants /lib/modules/<release>/build, which the host used
 # instead (the modules arrive built).
 prepare() {
-    local release
+    local release ko
     release=$(uname -r)
     mkdir -p /tmp
     mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
@@ -56,7 +56,11 @@ prepare() {
     mkdir -p "/lib/modules/$release/build"
     if [[ -d $PAYLOAD/modules ]]; then
         mkdir -p "/lib/modules/$release/kernel/lib/livepatch"
-        cp $PAYLOAD/modules/*.ko "/lib/modules/$release/kernel/lib/livepatch/"
+        # none where the host could not build them: the selftests skip
+        # themselves (assert_mod), the host says why
+        for ko in "$PAYLOAD"/modules/*.ko; do
+            [[ -f $ko ]] && cp "$ko" "/lib/modules/$release/kernel/lib/livepatch/"
+        done
         depmod -a 2>&1 | diag "depmod"
     fi
 }
@@ -107,6 +111,13 @@ livepatch() {
 sample_load() {
     local n=$1 test=$2 want=$3 file=$4 got
     shift 4
+    # no signed copy where the kernel's key is not here (the distribution's
+    # binary), no sample where the host could not build it: the host
+    # declares each with why, so here it is a skip
+    if [[ ! -f $file ]]; then
+        echo "    ok $n $test # SKIP no ${file##*/} in the payload"
+        return 0
+    fi
     insmod "$@" "$file" 2>&1 | diag "$test: insmod $* ${file##*/}"
     if [[ ! -d /sys/module/$SAMPLE_MODULE ]]; then
         echo "    not ok $n $test"
