@@ -362,3 +362,25 @@ def test_extraction_keeps_of_the_modules_only_the_signed_one(tmp_path):
                     f"{modules}/modules.order",
                     f"usr/src/linux-headers-{shipped.release}/Makefile"]
     assert not list(tmp_path.glob(".extract-*")), "no half-made folder left"
+
+
+def test_the_binary_alone_fetches_the_tree_its_selftests_come_from(tmp_path, monkeypatch):
+    """A run whose only cell left is the distribution's binary still needs
+    the version's source tree (its selftests' scripts and sources)."""
+    from taintport.run import matrix
+    from taintport.tree import fetch
+    from test_resume import keyed
+    out, runner, pinned = keyed(tmp_path)
+    (out / pinned.name / "shipped" / "cell.json").unlink()
+    asked = []
+
+    def no_archive(cache, version, log, nice=0):
+        asked.append(version.name)
+        raise RunError("fetch", "no archive here")
+
+    monkeypatch.setattr(fetch, "fetch", no_archive)
+    assert isinstance(runner, matrix.Runner) and runner.needs_work(pinned, [named("shipped")])
+    runner.run([pinned], [named("shipped")])
+    assert asked == [pinned.name]
+    cell = runner.folder.published(pinned.name, named("shipped"))
+    assert cell is not None and "no archive here" in cell.errors[0]
