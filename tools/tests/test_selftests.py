@@ -494,6 +494,23 @@ def test_the_selftests_folders_are_the_same_in_every_variants_tree():
     assert touched == []
 
 
+def test_the_runners_ktap_starts_a_line_of_its_own():
+    """data/selftests/bookworm-6.12/shipped-glued.log, a real run: Debian's
+    6.12 binary printed the selftests' KTAP behind the boot stub's last line
+    ("Probing EDD ... ok" and a terminal reset, no newline; from 6.12 no
+    depmod line comes first), so that prefix was cut from every line and the
+    cell was an error though every selftest passed. The runner now prints a
+    newline first; the same console, so started, reads whole."""
+    glued = (CONSOLES / "bookworm-6.12" / "shipped-glued.log").read_text()
+    assert ktap.parse(glued).broken
+    started = glued.replace("KTAP version 1", "\nKTAP version 1", 1)  # the runner's echo
+    parsed = ktap.parse(started)
+    assert not parsed.errors
+    assert len([n for n in parsed.results if n.startswith("selftests.livepatch.")]) == 7
+    runner = RUNNER.read_text().splitlines()
+    assert runner[runner.index('echo "KTAP version 1"') - 1] == "echo"
+
+
 def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_them():
     """data/selftests/bookworm-6.1: the selftests' consoles of a real run
     (every livepatch selftest passes on 6.1 under TCG; the sample loaded
