@@ -511,6 +511,26 @@ def test_the_runners_ktap_starts_a_line_of_its_own():
     assert runner[runner.index('echo "KTAP version 1"') - 1] == "echo"
 
 
+def test_captured_consoles_of_debians_6_12_binary_and_our_build_agree():
+    """data/selftests/bookworm-6.12, a real run: Debian's 6.12 binary runs
+    the seven selftests (test-syscall's helper and test_modules/ built
+    against its headers) and passes them as our build of its source does."""
+    expectations = verdict.load(fixes.NAMES)
+    ships = versions.select(["bookworm-6.12"])[0].ships
+    judged = {}
+    for variant in ("upstream", "shipped"):
+        text = (CONSOLES / "bookworm-6.12" / f"{variant}.log").read_text()
+        expected = expectations.expected(expectations.states(named(variant), ships))
+        reference = judged["upstream"].checks if judged else None
+        judged[variant] = judge.judge(ktap.parse(text), expected, reference,
+                                      judge.declared(named(variant).skips, None))
+        assert judged[variant].status is Status.AS_EXPECTED, judged[variant].errors
+        ran = [c for c in judged[variant].checks if c.name.startswith("selftests.livepatch.")]
+        assert len(ran) == 7 and all(c.observed for c in ran)
+    signed = check(judged["shipped"], "sample.trace_events.signed_events_present")
+    assert signed.declared_skip and signed.matches
+
+
 def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_them():
     """data/selftests/bookworm-6.1: the selftests' consoles of a real run
     (every livepatch selftest passes on 6.1 under TCG; the sample loaded
