@@ -150,18 +150,26 @@ def test_debian_binary_boots_beside_our_build(run):
     image = pinned.packages[0]
     assert (cell["inputs"]["package"], cell["inputs"]["package_version"],
             cell["inputs"]["deb_sha256"]) == (image.package, image.version, image.sha256)
-    assert cell["inputs"]["binaries"] == {f"{p.package}={p.version}": p.sha256
-                                          for p in pinned.packages}
+    tree = versions.select([VERSION])[0]
+    assert cell["inputs"]["binaries"] == {**{f"{p.package}={p.version}": p.sha256
+                                             for p in pinned.packages},
+                                          f"{tree.package}={tree.version}": tree.sha256}
     assert cell["kernel_release"] == pinned.release
     # Debian's build, not ours: its own uname -v ("... Debian 6.1.176-1 (...)")
     assert f"Debian {image.version}" in cell["kernel_version"]
     assert cell["inputs"]["bzimage_sha256"] != cells["upstream"]["inputs"]["bzimage_sha256"]
     checks = {c["name"]: c for c in cell["checks"]}
     skipped = {n for n, c in checks.items() if c.get("directive") == "SKIP"}
-    # the agent's tests the variant cannot observe, and the selftests stage's
-    # own declared skip (their modules are not built against Debian's headers yet)
-    assert {n for n in skipped if not n.startswith("selftests.")} == named("shipped").skips
+    # the agent's tests the variant cannot observe, and the sample's signed
+    # load (no key here to sign it with)
+    assert {n for n in skipped if not n.startswith(("selftests.", "sample."))} == \
+        named("shipped").skips
+    assert "sample.trace_events.signed_events_present" in skipped
     assert all(checks[n]["declared_skip"] and checks[n]["matches"] for n in skipped)
+    # the kernel's own selftests ran on Debian's binary, against its headers
+    ran = [n for n in checks if n.startswith("selftests.livepatch.test-")]
+    assert len(ran) == 6 and all(checks[n]["matches"] for n in ran)
+    assert checks["sample.trace_events.unsigned_events_present"]["observed"] == "ok"
     for name in ("unsigned.module_tainted_E", "unsigned.events_present", "unsigned.event_fires",
                  "signed.loads", "signed.module_not_tainted_E", "enforced.signed_loads",
                  "enforced.unsigned_refused", "livepatch.patch_applies"):
@@ -234,11 +242,12 @@ def test_kunit_tool_reads_every_console_as_taintport_does(run, tmp_path):
 
 def test_kunit_tool_reads_the_selftests_ktap_of_every_built_cell(run, tmp_path):
     """The selftests stage's KTAP (issue 37) means to kunit.py what it means to
-    taintport: every cell built from the tree ran the livepatch selftests and
-    the sample, and kunit.py fails exactly the tests the cell observed not ok."""
+    taintport: every booted cell (Debian's binary too, its modules built
+    against its headers) ran the livepatch selftests and the sample, and
+    kunit.py fails exactly the tests the cell observed not ok."""
     out, proc, cells = run
-    booted = {v: c for v, c in cells.items() if named(v).from_tree and "reused_from" not in c}
-    assert set(booted) == {"upstream", "reverted", "backported"}
+    booted = {v: c for v, c in cells.items() if "reused_from" not in c}
+    assert set(booted) == {"upstream", "shipped", "reverted", "backported"}
     for variant, cell in booted.items():
         ktap_txt = out / VERSION / variant / "selftests-ktap.txt"
         kunit, cases, summary = kunit_parse(ktap_txt, tmp_path)

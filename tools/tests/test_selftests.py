@@ -21,15 +21,17 @@ from taintport.kernel import boot, initramfs, selftests as payload
 from taintport.kernel.boot import Accel
 from taintport.kernel.build import Artifacts
 from taintport.layer import fixes
-from taintport.run import selftests
+from taintport.run import selftests, sources
 from taintport.run.progress import Progress
 from taintport.run.stages import BootProfile, Built, Chain
+from taintport.tree import versions
 from taintport.tree.variants import named
 
 CONSOLES = Path(__file__).parent / "data" / "selftests"
 RUNNER = REPO / "test-matrix" / "dracut" / "51taintport-selftests" / "taintport-selftests.sh"
 # bookworm's 6.1: ships the unsigned fix, lacks the livepatch fix
 SHIPS = ("unsigned",)
+BOOKWORM = versions.select(["bookworm-6.1"])[0]
 
 
 @pytest.fixture
@@ -39,7 +41,8 @@ def chain(tmp_path):
 
 
 def built(tmp_path, variant):
-    """A cell's artifacts with a selftests payload as build_payload lays it out."""
+    """A cell's artifacts with a selftests payload as build_payload lays it
+    out; the distribution's binary with its own boot profile (sources.py)."""
     folder = tmp_path / "artifacts" / variant
     livepatch = folder / "selftests" / "livepatch"
     (livepatch / "test_modules").mkdir(parents=True)
@@ -50,6 +53,8 @@ def built(tmp_path, variant):
     (folder / "bzImage").write_bytes(b"kernel")
     artifacts = Artifacts(directory=folder, bzimage=folder / "bzImage", modules=(),
                           agent=folder / "taintport-agent", release="6.1.192")
+    if not named(variant).from_tree:
+        return Built(artifacts, None, sources.of(named(variant)).profile(BOOKWORM))
     return Built(artifacts, None, BootProfile("console=ttyS0 panic=-1", (), 10, 512))
 
 
@@ -71,7 +76,7 @@ def guest(monkeypatch):
         shutil.copyfile(CONSOLES / consoles[variant], console)
         asked.append({"initrd": Path(cmd[cmd.index("-initrd") + 1]).read_bytes(),
                       "append": cmd[cmd.index("-append") + 1], "timeout": timeout,
-                      "gate": gate})
+                      "gate": gate, "memory": cmd[cmd.index("-m") + 1]})
         return 0, False, 1.5
 
     def fake_dracut(release, cache_root, image, log):
@@ -207,7 +212,7 @@ def test_a_missing_payload_is_an_error_of_the_cell(tmp_path, chain, guest):
 def test_an_error_of_the_agent_stays_an_error():
     agent = verdict.Judgement(Status.ERROR, [], ["no end marker"])
     ran = judge.judge(ktap.parse((CONSOLES / "pass.log").read_text()),
-                      verdict.load(fixes.NAMES).expected({}), None)
+                      verdict.load(fixes.NAMES).expected({}), None, {})
     assert ran.status is Status.AS_EXPECTED
     assert judge.merged(agent, ran).status is Status.ERROR
 
@@ -292,6 +297,8 @@ def fake_build(tmp_path, monkeypatch, *, in_tree: bool):
     (build_dir / payload.SAMPLE).parent.mkdir(parents=True)
     (build_dir / payload.SAMPLE).write_text("sample\n")
     if in_tree:
+        (tree / payload.IN_TREE).mkdir(parents=True)
+        (tree / payload.IN_TREE / "test_klp_state.c").write_text("state\n")
         (build_dir / payload.IN_TREE).mkdir(parents=True)
         (build_dir / payload.IN_TREE / "test_klp_state.ko").write_text("state\n")
     else:
@@ -313,8 +320,8 @@ def test_the_payload_is_built_from_the_cells_tree_and_signed(tmp_path, monkeypat
     tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=in_tree)
     out = tmp_path / "out"
     (payload.payload(out) / "stale").mkdir(parents=True)
-    folder = payload.build_payload(tree, build_dir, "6.1.192", out, tmp_path / "log", 1,
-                                   tmp_path / "cache")
+    folder = payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                                   "6.1.192", out, tmp_path / "log")
     assert not (folder / "stale").exists()
     assert (folder / "release").read_text() == "6.1.192\n"
     assert (folder / "timeout").read_text() == f"{payload.DEFAULT_TIMEOUT}\n"
@@ -334,23 +341,194 @@ def test_the_payload_is_built_from_the_cells_tree_and_signed(tmp_path, monkeypat
 def test_a_build_without_the_sample_says_which_option(tmp_path, monkeypatch):
     tree, build_dir = fake_build(tmp_path, monkeypatch, in_tree=True)
     (build_dir / payload.SAMPLE).unlink()
-    with pytest.raises(RunError, match="CONFIG_SAMPLE_TRACE_EVENTS=m did not build it"):
-        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
-                              1, tmp_path / "cache")
+    with pytest.raises(RunError, match="CONFIG_SAMPLE_TRACE_EVENTS=m did not build"):
+        payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                              "6.1.192", tmp_path / "out", tmp_path / "log")
     (build_dir / payload.IN_TREE / "test_klp_state.ko").unlink()
-    with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build them"):
-        payload.build_payload(tree, build_dir, "6.1.192", tmp_path / "out", tmp_path / "log",
-                              1, tmp_path / "cache")
+    with pytest.raises(RunError, match="CONFIG_TEST_LIVEPATCH=m did not build"):
+        payload.build_payload(tree, payload.OurBuild(build_dir, 1, tmp_path / "cache"),
+                              "6.1.192", tmp_path / "out", tmp_path / "log")
 
 
-def test_the_distributions_binary_declares_its_selftests_skipped(tmp_path, chain, guest):
+def test_the_distributions_binary_runs_its_selftests_with_its_own_boot(
+        tmp_path, chain, guest):
+    """Debian's binary boots the selftests' image as its agent's boot does
+    (its memory and command line), and its selftests are judged against
+    upstream's: all pass, the sample's signed load is skipped as the agent's
+    signed loads are (no key here to sign it with). The console is a real
+    run's (data/selftests/README.md)."""
+    cells = run_cells(tmp_path, chain, guest,
+                      {"upstream": "pass.log", "shipped": "bookworm-6.1/shipped.log"},
+                      {"upstream": Status.KNOWN_BUG, "shipped": Status.KNOWN_BUG})
+    cell = cells["shipped"]
+    assert cell.status is Status.KNOWN_BUG, cell.errors
+    assert cell.timings.selftests is not None
+    shipped = BOOKWORM.shipped
+    boot_asked = guest[1][-1]
+    assert boot_asked["memory"] == str(shipped.memory) != "512"
+    assert boot_asked["append"].startswith(shipped.append)
+    livepatch = [c for c in cell.checks if c.name.startswith("selftests.livepatch.")]
+    assert len(livepatch) == 6 and all(c.observed and c.matches for c in livepatch)
+    signed = check(cell, "sample.trace_events.signed_events_present")
+    assert signed.declared_skip and signed.matches
+    assert "signed.events_present is unobservable on this variant" in signed.diagnostics[0]
+    unsigned = check(cell, "sample.trace_events.unsigned_events_present")
+    # built against Debian's headers, loaded unsigned: O and E, events kept
+    assert unsigned.observed is True and "unsigned_events_present: taint = OE" in \
+        unsigned.diagnostics
+
+
+def test_a_selftest_failing_only_on_the_distributions_binary_is_unexpected(
+        tmp_path, chain, guest):
+    cells = run_cells(tmp_path, chain, guest,
+                      {"upstream": "pass.log", "shipped": "shipped-state-fails.log"},
+                      {"upstream": Status.KNOWN_BUG, "shipped": Status.KNOWN_BUG})
+    assert cells["shipped"].status is Status.UNEXPECTED
+    assert [c.name for c in cells["shipped"].failing] == ["selftests.livepatch.test-state"]
+
+
+def test_a_selftest_failing_on_the_binary_and_upstream_is_the_kernels_own(
+        tmp_path, chain, guest):
+    cells = run_cells(tmp_path, chain, guest,
+                      {"upstream": "state-fails.log", "shipped": "shipped-state-fails.log"},
+                      {"upstream": Status.KNOWN_BUG, "shipped": Status.KNOWN_BUG})
+    assert cells["shipped"].status is Status.KNOWN_BUG
+    state = check(cells["shipped"], "selftests.livepatch.test-state")
+    assert (state.expected, state.observed) == (False, False)
+    assert state.diagnostics[0] == judge.KERNELS_OWN
+
+
+def test_a_module_the_headers_cannot_build_is_a_declared_skip_naming_it(
+        tmp_path, chain, guest):
+    guest[0].update({"upstream": "pass.log", "shipped": "shipped-unbuilt.log"})
+    upstream = cell_of(chain, "upstream", Status.KNOWN_BUG)
+    selftests.stage(chain, upstream, built(tmp_path, "upstream"), None)
     cell = cell_of(chain, "shipped", Status.KNOWN_BUG)
-    selftests.stage(chain, cell, built(tmp_path, "shipped"), None)
-    (skip,) = cell.checks
-    assert skip.declared_skip and skip.matches and "distribution's headers" in \
-        skip.diagnostics[0]
-    assert cell.status is Status.KNOWN_BUG and cell.timings.selftests is None
-    assert guest[1] == []  # nothing booted
+    made = built(tmp_path, "shipped")
+    why = ("not built against the distribution's headers: test_klp_callbacks_busy.c:9:10: "
+           "fatal error: linux/workqueue.h: No such file or directory")
+    (payload.payload(made.artifacts.directory) / payload.UNBUILT).write_text(
+        f"test_klp_callbacks_busy\t{why}\ntrace-events-sample\t{why}\n")
+    selftests.stage(chain, cell, made, upstream)
+    assert cell.status is Status.KNOWN_BUG, cell.errors
+    module = check(cell, "selftests.livepatch.test_klp_callbacks_busy")
+    assert module.declared_skip and module.matches and module.diagnostics == (why,)
+    callbacks = check(cell, "selftests.livepatch.test-callbacks")
+    assert callbacks.declared_skip and "test_klp_callbacks_busy" in callbacks.diagnostics[0]
+    for name in judge.WITNESSES:
+        witness = check(cell, name)
+        assert witness.declared_skip and witness.matches
+        assert witness.diagnostics[0] == f"skipped: the sample: {why}"
+
+
+def test_a_sample_declared_unbuilt_but_loaded_is_unexpected():
+    """The host's declaration must be true: a sample it said it could not
+    build, seen loading in the guest, is a finding (as a declared skip the
+    agent observed)."""
+    parsed = ktap.parse((CONSOLES / "pass.log").read_text())
+    expected = verdict.load(fixes.NAMES).expected({})
+    judged = judge.judge(parsed, expected, None, judge.declared(frozenset(), "broken"))
+    assert judged.status is Status.UNEXPECTED
+    assert not check(judged, "sample.trace_events.unsigned_events_present").matches
+
+
+def fake_headers_make(tmp_path, monkeypatch):
+    """make against a distribution's headers, faked: it records its
+    arguments, builds <m>.ko from each <m>.c of M= as Kbuild would, and fails
+    on a source holding #error with the compiler's line for it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)  # fake_build's make, for our build dir, gives way
+    make = bin_dir / "make"
+    make.write_text('#!/bin/sh\necho "$*" >> "$MAKE_ARGS"\n'
+                    'for a; do case $a in M=*) m=${a#M=};; esac; done\nrc=0\n'
+                    'for c in "$m"/*.c; do\n'
+                    '  if grep -q "#error" "$c"; then echo "$c:3:2: error: #error no such API"; rc=2\n'
+                    '  else cp "$c" "${c%.c}.ko"; fi\ndone\nexit $rc\n')
+    make.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("MAKE_ARGS", str(tmp_path / "make-args"))
+    return tmp_path / "make-args"
+
+
+@pytest.mark.parametrize("in_tree", [True, False], ids=["up-to-6.1", "from-6.12"])
+def test_the_distributions_payload_is_built_against_its_headers_unsigned(
+        tmp_path, monkeypatch, in_tree):
+    """kernel/binary.py's make builds every module of the payload out of
+    tree (the tree's own Makefiles, the option on the command line), none is
+    signed (the distribution's key is not here), and one its headers cannot
+    build is named with the compiler's reason instead of stopping the run."""
+    tree, _ = fake_build(tmp_path, monkeypatch, in_tree=in_tree)
+    args = fake_headers_make(tmp_path, monkeypatch)
+    modules = tree / (payload.IN_TREE if in_tree else payload.SELFTESTS / "test_modules")
+    modules.mkdir(parents=True, exist_ok=True)
+    (modules / "test_klp_state.c").write_text("state\n")
+    (modules / "test_klp_syscall.c").write_text("#error\n")
+    (tree / payload.SAMPLE.parent).mkdir(parents=True)
+    (tree / payload.SAMPLE.parent / "trace-events-sample.c").write_text("sample\n")
+    target = payload.Headers(("make", "-C", "/headers", "CC=gcc"), {})
+    out = tmp_path / "out"
+    log = tmp_path / "build.log"
+    folder = payload.build_payload(tree, target, "6.1.0-57-amd64", out, log)
+    module = folder / ("modules" if in_tree else "livepatch/test_modules") / \
+        "test_klp_state.ko"
+    assert module.read_text() == "state\n"  # as built: unsigned
+    assert not module.with_name("test_klp_syscall.ko").exists()
+    assert sorted(p.name for p in (folder / "sample").iterdir()) == ["trace-events-sample.ko"]
+    why = payload.unbuilt(out)
+    assert list(why) == ["test_klp_syscall"]
+    assert why["test_klp_syscall"].startswith("not built against the distribution's headers: ")
+    assert why["test_klp_syscall"].endswith("test_klp_syscall.c:3:2: error: #error no such API")
+    calls = args.read_text().splitlines()
+    assert all(c.startswith("-C /headers CC=gcc -k M=") for c in calls)
+    assert calls[-1].endswith("CONFIG_SAMPLE_TRACE_EVENTS=m modules")
+    assert calls[0].endswith("CONFIG_TEST_LIVEPATCH=m modules") is in_tree
+
+
+def test_the_selftests_folders_are_the_same_in_every_variants_tree():
+    """The distribution's binary takes its selftests from the version's tree
+    in whatever variant the tree was left: no quilt patch may touch them."""
+    read = (str(payload.SELFTESTS), str(payload.IN_TREE), str(payload.SAMPLE.parent))
+    touched = [f"{patch}: {line}" for patch in sorted((REPO / "quilt").rglob("*.patch"))
+               for line in patch.read_text(errors="replace").splitlines()
+               if line.startswith(("--- ", "+++ ")) and any(r in line for r in read)]
+    assert touched == []
+
+
+def test_the_runners_ktap_starts_a_line_of_its_own():
+    """data/selftests/bookworm-6.12/shipped-glued.log, a real run: Debian's
+    6.12 binary printed the selftests' KTAP behind the boot stub's last line
+    ("Probing EDD ... ok" and a terminal reset, no newline; from 6.12 no
+    depmod line comes first), so that prefix was cut from every line and the
+    cell was an error though every selftest passed. The runner now prints a
+    newline first; the same console, so started, reads whole."""
+    glued = (CONSOLES / "bookworm-6.12" / "shipped-glued.log").read_text()
+    assert ktap.parse(glued).broken
+    started = glued.replace("KTAP version 1", "\nKTAP version 1", 1)  # the runner's echo
+    parsed = ktap.parse(started)
+    assert not parsed.errors
+    assert len([n for n in parsed.results if n.startswith("selftests.livepatch.")]) == 7
+    runner = RUNNER.read_text().splitlines()
+    assert runner[runner.index('echo "KTAP version 1"') - 1] == "echo"
+
+
+def test_captured_consoles_of_debians_6_12_binary_and_our_build_agree():
+    """data/selftests/bookworm-6.12, a real run: Debian's 6.12 binary runs
+    the seven selftests (test-syscall's helper and test_modules/ built
+    against its headers) and passes them as our build of its source does."""
+    expectations = verdict.load(fixes.NAMES)
+    ships = versions.select(["bookworm-6.12"])[0].ships
+    judged = {}
+    for variant in ("upstream", "shipped"):
+        text = (CONSOLES / "bookworm-6.12" / f"{variant}.log").read_text()
+        expected = expectations.expected(expectations.states(named(variant), ships))
+        reference = judged["upstream"].checks if judged else None
+        judged[variant] = judge.judge(ktap.parse(text), expected, reference,
+                                      judge.declared(named(variant).skips, None))
+        assert judged[variant].status is Status.AS_EXPECTED, judged[variant].errors
+        ran = [c for c in judged[variant].checks if c.name.startswith("selftests.livepatch.")]
+        assert len(ran) == 7 and all(c.observed for c in ran)
+    signed = check(judged["shipped"], "sample.trace_events.signed_events_present")
+    assert signed.declared_skip and signed.matches
 
 
 def test_a_cell_whose_agent_ended_in_error_declares_its_selftests_not_run(
@@ -375,7 +553,7 @@ def test_captured_consoles_of_a_real_6_1_run_are_judged_as_the_matrix_judged_the
         text = (CONSOLES / "bookworm-6.1" / f"{variant}.log").read_text()
         expected = expectations.expected(expectations.states(named(variant), SHIPS))
         judged = judge.judge(ktap.parse(text), expected,
-                             None if reference is None else reference.checks)
+                             None if reference is None else reference.checks, {})
         assert judged.status is Status.AS_EXPECTED, (variant, judged.errors)
         names = {c.name: c for c in judged.checks}
         assert len([n for n in names if n.startswith("selftests.livepatch.")]) == 6

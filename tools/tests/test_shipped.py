@@ -92,11 +92,15 @@ def test_inputs_name_every_pin_and_move_with_any_of_them():
     mine = binary_inputs(version)
     assert (mine.package, mine.deb_sha256) == (version.shipped.packages[0].package,
                                                version.shipped.packages[0].sha256)
-    assert len(mine.binaries) == len(version.shipped.packages)
+    # every pinned binary, and the source package its selftests come from
+    assert len(mine.binaries) == len(version.shipped.packages) + 1
+    assert mine.binaries[f"{version.package}={version.version}"] == version.sha256
     key = store.cell_key(named("shipped"), mine, {}, 180)
-    for changed in (replace(version.shipped, memory=2048),
-                    replace(version.shipped, packages=version.shipped.packages[:-1])):
-        other = binary_inputs(replace(version, shipped=changed))
+    for changed in (replace(version, shipped=replace(version.shipped, memory=2048)),
+                    replace(version, shipped=replace(version.shipped,
+                                                     packages=version.shipped.packages[:-1])),
+                    replace(version, sha256="0" * 64)):
+        other = binary_inputs(changed)
         assert store.cell_key(named("shipped"), other, {}, 180) != key
     # a built variant's inputs (and so every stored cell's key) are as before
     assert "binaries" not in schema.write_inputs(Inputs(package="p", package_version="1"))
@@ -358,3 +362,25 @@ def test_extraction_keeps_of_the_modules_only_the_signed_one(tmp_path):
                     f"{modules}/modules.order",
                     f"usr/src/linux-headers-{shipped.release}/Makefile"]
     assert not list(tmp_path.glob(".extract-*")), "no half-made folder left"
+
+
+def test_the_binary_alone_fetches_the_tree_its_selftests_come_from(tmp_path, monkeypatch):
+    """A run whose only cell left is the distribution's binary still needs
+    the version's source tree (its selftests' scripts and sources)."""
+    from taintport.run import matrix
+    from taintport.tree import fetch
+    from test_resume import keyed
+    out, runner, pinned = keyed(tmp_path)
+    (out / pinned.name / "shipped" / "cell.json").unlink()
+    asked = []
+
+    def no_archive(cache, version, log, nice=0):
+        asked.append(version.name)
+        raise RunError("fetch", "no archive here")
+
+    monkeypatch.setattr(fetch, "fetch", no_archive)
+    assert isinstance(runner, matrix.Runner) and runner.needs_work(pinned, [named("shipped")])
+    runner.run([pinned], [named("shipped")])
+    assert asked == [pinned.name]
+    cell = runner.folder.published(pinned.name, named("shipped"))
+    assert cell is not None and "no archive here" in cell.errors[0]

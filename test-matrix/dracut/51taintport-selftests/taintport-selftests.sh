@@ -48,7 +48,7 @@ diag() {
 # 6.12 has_kdir() wants /lib/modules/<release>/build, which the host used
 # instead (the modules arrive built).
 prepare() {
-    local release
+    local release ko
     release=$(uname -r)
     mkdir -p /tmp
     mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
@@ -56,7 +56,11 @@ prepare() {
     mkdir -p "/lib/modules/$release/build"
     if [[ -d $PAYLOAD/modules ]]; then
         mkdir -p "/lib/modules/$release/kernel/lib/livepatch"
-        cp $PAYLOAD/modules/*.ko "/lib/modules/$release/kernel/lib/livepatch/"
+        # none where the host could not build them: the selftests skip
+        # themselves (assert_mod), the host says why
+        for ko in "$PAYLOAD"/modules/*.ko; do
+            [[ -f $ko ]] && cp "$ko" "/lib/modules/$release/kernel/lib/livepatch/"
+        done
         depmod -a 2>&1 | diag "depmod"
     fi
 }
@@ -107,6 +111,13 @@ livepatch() {
 sample_load() {
     local n=$1 test=$2 want=$3 file=$4 got
     shift 4
+    # no signed copy where the kernel's key is not here (the distribution's
+    # binary), no sample where the host could not build it: the host
+    # declares each with why, so here it is a skip
+    if [[ ! -f $file ]]; then
+        echo "    ok $n $test # SKIP no ${file##*/} in the payload"
+        return 2
+    fi
     insmod "$@" "$file" 2>&1 | diag "$test: insmod $* ${file##*/}"
     if [[ ! -d /sys/module/$SAMPLE_MODULE ]]; then
         echo "    not ok $n $test"
@@ -129,18 +140,24 @@ sample_load() {
 # Signed, unsigned, then forced (vermagic ignored, as insmod -f): the order
 # taintport-agent loads utt in, because taint bits are sticky for the boot.
 sample() {
-    local failed=0
+    local failed=0 skipped=0 rc
     echo "    KTAP version 1"
     echo "    # Subtest: sample.trace_events"
     echo "    1..3"
+    # each load: 0 as wanted, 1 not, 2 skipped
     sample_load 1 signed_events_present present \
-        $PAYLOAD/sample/trace-events-sample-signed.ko || failed=1
+        $PAYLOAD/sample/trace-events-sample-signed.ko
+    rc=$?; ((rc == 1)) && failed=1; ((rc == 2)) && skipped=$((skipped + 1))
     sample_load 2 unsigned_events_present present \
-        $PAYLOAD/sample/trace-events-sample.ko || failed=1
+        $PAYLOAD/sample/trace-events-sample.ko
+    rc=$?; ((rc == 1)) && failed=1; ((rc == 2)) && skipped=$((skipped + 1))
     sample_load 3 forced_events_refused refused \
-        $PAYLOAD/sample/trace-events-sample.ko -f || failed=1
+        $PAYLOAD/sample/trace-events-sample.ko -f
+    rc=$?; ((rc == 1)) && failed=1; ((rc == 2)) && skipped=$((skipped + 1))
     if ((failed)); then
         echo "not ok 2 sample.trace_events"
+    elif ((skipped == 3)); then
+        echo "ok 2 sample.trace_events # SKIP every load skipped"
     else
         echo "ok 2 sample.trace_events"
     fi
@@ -148,6 +165,11 @@ sample() {
 
 guard
 prepare
+# A line of its own: the boot stub's last words ("Probing EDD ... ok" and a
+# terminal reset) end without a newline, and at loglevel=1 with nothing
+# before it (no depmod from 6.12 on) KTAP would start behind them, which a
+# parser takes as every line's prefix (kunit_parser's rule, and ours).
+echo
 echo "KTAP version 1"
 echo "1..2"
 livepatch

@@ -122,12 +122,11 @@ def cell_request(args: Args) -> CellRequest:
                        variants.named(args.variant, "--variant"), args.quilt_dir, args.jobs)
 
 
-def cell_tree(req: CellRequest, cache: Cache) -> tuple[Path | None, series.Series]:
-    """The cell's fetched tree (None when its kernel is not built from it) and series."""
-    tree = None
-    if req.variant.from_tree:
-        tree = fetch.fetch(cache, req.version,
-                           cache.root / "logs" / f"fetch-{req.version.name}.log").tree
+def cell_tree(req: CellRequest, cache: Cache) -> tuple[Path, series.Series]:
+    """The cell's fetched tree (its kernel's, or the distribution's binary's
+    selftests') and series."""
+    tree = fetch.fetch(cache, req.version,
+                       cache.root / "logs" / f"fetch-{req.version.name}.log").tree
     return tree, series.load(req.version.name, req.quilt_dir)
 
 
@@ -189,7 +188,7 @@ def run_boot(req: BootRequest, cache: Cache) -> int:
     return exit_code([cell])
 
 
-def boot_cell(req: BootRequest, cache: Cache, out: Path, tree: Path | None,
+def boot_cell(req: BootRequest, cache: Cache, out: Path, tree: Path,
               quilt_series: series.Series) -> stages.Cell:
     progress = Progress(1)
     chain = stages.Chain(cache, out, stages.expectations(), progress, jobs=req.cell.jobs,

@@ -18,7 +18,7 @@ subtests, read by the same parser as the agent's (judge/ktap.py):
   exactly where utt's must be (WITNESSES), so it is a second witness for the
   unsigned fix in every cell.
 """
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from taintport.judge.ktap import Parsed, Result
 from taintport.kernel import selftests as kernel_selftests
@@ -60,12 +60,28 @@ def livepatch_check(result: Result, reference: dict[str, Check] | None) -> Check
     return Check(name=result.name, expected=True, observed=result.ok, diagnostics=output)
 
 
+def declared(skips: frozenset[str], sample_unbuilt: str | None) -> dict[str, str]:
+    """The sample's tests the guest cannot observe in a cell, with why: those
+    whose agent test the variant declares unobservable (variants.toml skips:
+    the signed load where the kernel's key is not here), all of them when the
+    host could not build the sample (sample_unbuilt: why)."""
+    found = {name: f"{witness} is unobservable on this variant by design "
+                   "(variants.toml skips), and so is its witness"
+             for name, witness in WITNESSES.items() if witness in skips}
+    if sample_unbuilt is not None:
+        found = {name: f"the sample: {sample_unbuilt}" for name in WITNESSES}
+    return found
+
+
 def judge(parsed: Parsed, expected: dict[str, bool],
-          reference: Sequence[Check] | None) -> Judgement:
+          reference: Sequence[Check] | None,
+          declared: Mapping[str, str]) -> Judgement:
     """The selftests' checks of a cell. expected: the cell's expectation of
     each agent test (verdict.Expectations.expected); reference: the checks of
     the same kernel's reference cell of this run, or None when this cell is
-    that reference. A broken run is an error, a mismatch unexpected."""
+    that reference; declared: the sample's tests the guest cannot observe
+    here, with why (declared()). A broken run is an error, a mismatch
+    unexpected (one of the declared observed, too)."""
     errors = [f"selftests: {e}" for e in parsed.errors]
     theirs = None if reference is None else {c.name: c for c in reference}
     checks = []
@@ -83,6 +99,14 @@ def judge(parsed: Parsed, expected: dict[str, bool],
             continue
         seen = parsed.results.get(name)
         observed = None if seen is None or seen.skipped else seen.ok
+        if name in declared:
+            checks.append(Check(
+                name=name, expected=expected[witness], observed=observed,
+                diagnostics=(f"skipped: {declared[name]}",
+                             *(seen.diagnostics if seen else ())),
+                directive="SKIP" if observed is None else "",
+                declared_skip=True))
+            continue
         checks.append(Check(
             name=name, expected=expected[witness], observed=observed,
             diagnostics=(f"the sample's events as utt's ({witness})",
@@ -114,3 +138,11 @@ def not_run(reason: str) -> Check:
     """The selftests stage declared skipped for a whole cell, with the reason."""
     return Check(name=f"{LIVEPATCH}.all", expected=True, observed=None,
                  diagnostics=(reason,), directive="SKIP", declared_skip=True)
+
+
+def not_built(module: str, reason: str) -> Check:
+    """A selftests' module the host could not build for the cell's kernel: a
+    declared skip naming it and why (the selftests that load it skip themselves)."""
+    return Check(name=f"{LIVEPATCH}.{module}", expected=True, observed=None,
+                 diagnostics=(reason,), directive="SKIP", declared_skip=True)
+

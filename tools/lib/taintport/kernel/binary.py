@@ -10,7 +10,9 @@ its absolute /usr/src path, which is pointed at the extracted copy. The test
 modules are then built out of tree against those headers with the host's
 compiler, and the guest gets the image's vmlinuz, those modules and one
 small module the distribution signed (decompressed: the initramfs has no
-module tools, and the signature is on the uncompressed file).
+module tools, and the signature is on the uncompressed file). The kernel's
+own selftests and trace-event sample come from the version's source tree,
+their modules built against the same headers (kernel/selftests.py, Headers).
 """
 import hashlib
 import os
@@ -21,7 +23,7 @@ from pathlib import Path
 from taintport.atomic import replace_file
 from taintport.cache import Cache, scratch, sweep
 from taintport.errors import RunError
-from taintport.kernel import build
+from taintport.kernel import build, selftests
 from taintport.kernel.build import Artifacts
 from taintport.process import appending, orphan_proof, require, run
 from taintport.tree.archive.download import fetch_deb
@@ -140,13 +142,18 @@ def stand_in(program: Path, rel: Path, own_build: Path, log: Path) -> None:
         out.write(f"{program}: cannot run on this host (C library); replaced by {ours}\n")
 
 
-def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: int) -> None:
-    """The test modules, out of tree against the distribution's headers.
+def headers_make(headers: Path, shipped: Binary, jobs: int) -> tuple[str, ...]:
+    """make against the distribution's headers, up to its M=.
 
     CC=gcc: the headers name the compiler the distribution used (gcc-16 on
     sid), which this host may not have; shipped.make says what that costs."""
-    built = build.compile_modules(["make", "-C", headers, f"-j{jobs}", "CC=gcc", *shipped.make],
-                                  build.REPRODUCIBLE, out, log)
+    return ("make", "-C", str(headers), f"-j{jobs}", "CC=gcc", *shipped.make)
+
+
+def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: int) -> None:
+    """The test modules, out of tree against the distribution's headers."""
+    built = build.compile_modules(headers_make(headers, shipped, jobs), build.REPRODUCIBLE,
+                                  out, log)
     for module in built:
         shutil.copy2(module, out / module.name)
 
@@ -199,14 +206,21 @@ def unpack(cache: Cache, version: Version, log: Path) -> Path:
     return top
 
 
-def prepare(version: Version, top: Path, out: Path, log: Path, jobs: int) -> Artifacts:
+def prepare(version: Version, top: Path, tree: Path, out: Path, log: Path,
+            jobs: int) -> Artifacts:
     """The test modules built against the unpacked headers, the signed
-    module and the agent for the release: what a built variant's Artifacts hold."""
+    module and the agent for the release: what a built variant's Artifacts
+    hold; and the kernel's own selftests and trace-event sample from the
+    version's source tree, their modules built against the same headers."""
     shipped = pinned(version)
     out.mkdir(parents=True, exist_ok=True)
     for stale in build.module_files(out):
         stale.unlink()
-    build_modules(headers_dir(top, shipped), shipped, out, log, jobs)
+    headers = headers_dir(top, shipped)
+    build_modules(headers, shipped, out, log, jobs)
+    selftests.build_payload(tree, selftests.Headers(headers_make(headers, shipped, jobs),
+                                                    build.REPRODUCIBLE),
+                            shipped.release, out, log)
     signed_module(top, shipped, out)
     agent = out / "taintport-agent"
     sources = build.agent_sources()

@@ -108,18 +108,29 @@ def module_files(folder: Path) -> tuple[Path, ...]:
     return tuple(sorted(Path(folder).glob("*.ko")))
 
 
+def out_of_tree(make: Sequence[object], env: dict[str, str], source: Path, work: Path,
+                log: Path, options: Sequence[str] = (), keep_going: bool = False) -> list[Path]:
+    """source's modules built out of tree by make (the command up to its M=:
+    our build dir, or a distribution's headers) in work, a copy of source (a
+    kernel tree stays as its series left it); returns the .ko files make left
+    there. options: more make variables (CONFIG_X=m for a folder of the tree
+    whose Makefile builds only what the configuration asks for). keep_going:
+    make -k, and a failed make is no error: the caller names what is missing."""
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(source, work)
+    run([*map(str, make), *(("-k",) if keep_going else ()), f"M={work}", *options, "modules"],
+        stage="module", env=env, log=log, nice=NICE_LEVEL, check=not keep_going)
+    return sorted(work.glob("*.ko"))
+
+
 def compile_modules(make: Sequence[object], env: dict[str, str], out: Path,
                     log: Path) -> list[Path]:
     """The test modules (test-matrix/module) built out of tree in out/module-build
     by make (the command up to its M=: our build dir, or a distribution's
     headers); returns the .ko files make left there."""
     src = out / "module-build"
-    if src.exists():
-        shutil.rmtree(src)
-    shutil.copytree(MODULE_SRC, src)
-    run([*map(str, make), f"M={src}", "modules"], stage="module", env=env, log=log,
-        nice=NICE_LEVEL)
-    built = sorted(src.glob("*.ko"))
+    built = out_of_tree(make, env, MODULE_SRC, src, log)
     if not built:
         raise RunError("module", f"make built no module in {src}")
     return built

@@ -73,7 +73,8 @@ class Inputs:
     expectations_sha256: str = ""
     test_matrix_sha256: str = ""
     # the distribution's binary (the shipped variant): "package=version" ->
-    # sha256 of every pinned .deb, and the digest of the descriptor's whole
+    # sha256 of every pinned .deb (and of the source package its selftests
+    # come from), and the digest of the descriptor's whole
     # [shipped] table (boot options, module, make variables); empty elsewhere
     binaries: dict[str, str] = field(default_factory=dict)
     shipped_sha256: str = ""

@@ -107,10 +107,10 @@ class Runner:
                 self.folder.publish(mine)
 
     def needs_work(self, version: Version, variants: list[Variant]) -> bool:
-        """Whether a cell of the version still needs its source tree (the
-        distribution's binary alone does not)."""
+        """Whether a cell of the version is still to run: each reads the
+        source tree (the distribution's binary its selftests)."""
         try:
-            return any(t.variant.from_tree for t in self.plan(version, variants)[2])
+            return bool(self.plan(version, variants)[2])
         except (TaintportError, OSError, ValueError):
             return True  # let the worker find and report it
 
@@ -141,23 +141,22 @@ class Runner:
             self.publish(finished.resumed or self.take_stored(finished, version))
         if not todo:
             return
-        tree: Path | None = None
         start = time.monotonic()
-        # the distribution's binary alone needs no source tree (1-2 GB extracted)
-        if any(t.variant.from_tree for t in todo):
-            self.progress.stage(f"{version.name} {todo[0].variant}", "fetch")
-            try:
-                fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
-                                      "fetch.log")
-                self.schedule.mark_fetched(version)
-                self.chain.expectations.check_applicable(
-                    version.name, check_ships(version, fetched.tree))
-            except TaintportError as err:
-                if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
-                    self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
-                return
-            tree = fetched.tree
-        self.walk_variants(version, tree, quilt_series, todo, time.monotonic() - start)
+        # every cell reads the source tree: a built one its kernel, the
+        # distribution's binary its selftests (1-2 GB extracted, once a series)
+        self.progress.stage(f"{version.name} {todo[0].variant}", "fetch")
+        try:
+            fetched = fetch.fetch(self.cache, version, self.folder.out / version.name /
+                                  "fetch.log")
+            self.schedule.mark_fetched(version)
+            self.chain.expectations.check_applicable(
+                version.name, check_ships(version, fetched.tree))
+        except TaintportError as err:
+            if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
+                self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
+            return
+        self.walk_variants(version, fetched.tree, quilt_series, todo,
+                           time.monotonic() - start)
 
     def take_stored(self, finished: store.Done, version: Version) -> Cell:
         assert finished.stored is not None  # a Done is resumed or stored
@@ -170,7 +169,7 @@ class Runner:
             cell.errors = [str(err)]
             self.publish(cell)
 
-    def walk_variants(self, version: Version, tree: Path | None, quilt_series: series.Series,
+    def walk_variants(self, version: Version, tree: Path, quilt_series: series.Series,
                       todo: list[store.Todo], fetch_seconds: float) -> None:
         """Build each variant in table order; boot each beside the next one's build.
 
@@ -187,8 +186,7 @@ class Runner:
                     break
                 cell = self.chain.new_cell(version, item.variant, item.inputs, item.key)
                 cell.timings.record("fetch", fetch_seconds)
-                if tree is not None and \
-                        self.reuse_identical(version, tree, quilt_series, cell, booting):
+                if self.reuse_identical(version, tree, quilt_series, cell, booting):
                     self.finish(item, cell)
                     continue
                 built: Built | None = None

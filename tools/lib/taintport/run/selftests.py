@@ -8,6 +8,12 @@ boot of the same kernel, from an image of their own (dracut's part with
 appended), with their own time (timings.selftests) and progress line. Its
 console and KTAP are the cell's selftests-console.log and selftests-ktap.txt
 (kunit.py parse reads the latter as it reads ktap.txt).
+
+Every booted cell runs it, the distribution's binary too: there its modules
+were built against the distribution's headers (kernel/selftests.Headers) and
+it boots with the binary's own profile (memory, command line), as its
+agent's boot does. What the host could not build for a kernel is a declared
+skip naming the module and why.
 """
 import secrets
 from pathlib import Path
@@ -26,9 +32,6 @@ KTAP = "selftests-ktap.txt"
 # the selftests print to the kernel log a lot: only what stops the kernel
 # reaches the console, so that the runner's KTAP lines are not torn
 LOGLEVEL = "loglevel=1"
-# issue 37's second part, not done yet: said in the cell, never a silent gap
-DISTRIBUTION_SKIP = ("the selftests' modules are not yet built against the "
-                     "distribution's headers: not run on its binary")
 # A cell whose agent gave no verdict (a guest that hung, panicked or was cut
 # short, or a harness fault on purpose) is an error whatever the selftests
 # would say: their minute under TCG adds nothing to it, and the error is what
@@ -82,9 +85,6 @@ def stage(chain: Chain, cell: Cell, built: Built, reference: Cell | None) -> Non
     """Run the cell's selftests and fold their checks into the cell.
     reference: this run's published cell of the tree as shipped built by us
     (variants.toml's as_shipped), if there is one and cell is not it."""
-    if not cell.variant.from_tree:
-        cell.checks.append(judge.not_run(DISTRIBUTION_SKIP))
-        return
     if cell.status is Status.ERROR:
         cell.checks.append(judge.not_run(AGENT_ERROR_SKIP))
         return
@@ -98,7 +98,14 @@ def stage(chain: Chain, cell: Cell, built: Built, reference: Cell | None) -> Non
     if cell.variant != table().as_shipped():
         # without the reference in this run nothing is the kernel's own failure
         theirs = reference.checks if reference is not None else []
-    judged = judge.judge(parsed, chain.expectations.expected(cell.fixes), theirs)
+    # what the host could not build for this kernel is said, never a silent gap
+    unbuilt = selftests.unbuilt(built.artifacts.directory)
+    sample = unbuilt.pop(selftests.SAMPLE.stem, None)
+    judged = judge.judge(parsed, chain.expectations.expected(cell.fixes), theirs,
+                         judge.declared(cell.variant.skips, sample))
+    judged = Judgement(judged.status, [*judged.checks,
+                                       *(judge.not_built(m, why) for m, why in unbuilt.items())],
+                       judged.errors)
     merged = judge.merged(Judgement(cell.status, list(cell.checks), list(cell.errors)),
                           judged)
     cell.status, cell.checks, cell.errors = merged.status, merged.checks, merged.errors

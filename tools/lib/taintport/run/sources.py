@@ -4,7 +4,8 @@ test-matrix/variants.toml says builds it (built_by).
 
 `taintport`: we build it from the version's source tree with the
 variant's quilt groups pushed; `distribution`: the distribution built it,
-and only the test modules are built here, against its headers. Each says
+and only the test modules are built here, against its headers, with the
+selftests' modules of the same source tree (which every cell reads). Each says
 what decides its cell (the inputs its key is hashed from), how its kernel
 is made for a cell (the matrix, `taintport build`) or found again
 (`taintport boot`), and how that kernel boots. The run asks the variant's
@@ -34,7 +35,8 @@ APPEND = "console=ttyS0 panic=-1"
 
 
 class Source(ABC):
-    # the version's source tree is fetched for it (1-2 GB extracted)
+    # its kernel is built from the version's source tree (every cell reads
+    # that tree: the distribution's binary for its selftests)
     from_tree: bool
 
     @abstractmethod
@@ -43,17 +45,17 @@ class Source(ABC):
         """What decides the cell (all but the after-build digests go into its key)."""
 
     @abstractmethod
-    def prepare(self, chain: Chain, version: Version, tree: Path | None,
+    def prepare(self, chain: Chain, version: Version, tree: Path,
                 quilt_series: series.Series, cell: Cell) -> Built:
         """The cell's kernel, test modules and agent, made now and timed in the cell."""
 
     @abstractmethod
-    def prepared(self, chain: Chain, version: Version, tree: Path | None,
+    def prepared(self, chain: Chain, version: Version, tree: Path,
                  quilt_series: series.Series, cell: Cell) -> Built:
         """The same, as `taintport build` left them (`taintport boot`)."""
 
     @abstractmethod
-    def build(self, cache: Cache, version: Version, tree: Path | None,
+    def build(self, cache: Cache, version: Version, tree: Path,
               quilt_series: series.Series, variant: Variant, jobs: int) -> Artifacts:
         """`taintport build`: the artifacts alone, no cell."""
 
@@ -81,21 +83,19 @@ class TreeBuild(Source):
     def profile(self, chain: Chain) -> BootProfile:
         return BootProfile(APPEND, (), chain.timeout, boot.MEMORY)
 
-    def prepare(self, chain: Chain, version: Version, tree: Path | None,
+    def prepare(self, chain: Chain, version: Version, tree: Path,
                 quilt_series: series.Series, cell: Cell) -> Built:
         """Switch the tree to the cell's variant, check it, build."""
-        assert tree is not None  # fetched: from_tree
         log = chain.fresh_log(cell)
         chain.timed(cell, "apply", series.switch, tree, quilt_series, cell.variant, log)
         identical = chain.identical_check(tree, quilt_series, cell)
         return chain.built(cell, chain.compile(version, tree, cell, log), identical,
                            self.profile(chain))
 
-    def prepared(self, chain: Chain, version: Version, tree: Path | None,
+    def prepared(self, chain: Chain, version: Version, tree: Path,
                  quilt_series: series.Series, cell: Cell) -> Built:
         """The artifacts `taintport build` left for the cell's variant, checked
         as a fresh build is."""
-        assert tree is not None
         folder = chain.cache.artifacts(version, cell.variant.name)
         if not (folder / "bzImage").exists():
             raise InputError(f"{folder / 'bzImage'} missing; run 'taintport build --version "
@@ -109,9 +109,8 @@ class TreeBuild(Source):
         return chain.built(cell, artifacts, chain.identical_check(tree, quilt_series, cell),
                            self.profile(chain))
 
-    def build(self, cache: Cache, version: Version, tree: Path | None,
+    def build(self, cache: Cache, version: Version, tree: Path,
               quilt_series: series.Series, variant: Variant, jobs: int) -> Artifacts:
-        assert tree is not None
         if series.current_variant(tree) != variant.name:
             series.switch(tree, quilt_series, variant,
                           cache.root / "logs" / f"apply-{version.name}.log")
@@ -123,7 +122,8 @@ class TreeBuild(Source):
 
 class DistributionBinary(Source):
     """The distribution's own binary of the tree as shipped: nothing to switch
-    or build but the test modules, against its headers."""
+    or build but the test modules and the tree's selftests' modules, against
+    its headers."""
     from_tree = False
 
     def inputs(self, version: Version, quilt_series: series.Series,
@@ -141,8 +141,10 @@ class DistributionBinary(Source):
                       deb_sha256=image.sha256, ships=list(version.ships),
                       expectations_sha256=verdict.digest(),
                       test_matrix_sha256=tree_digest(REPO / "test-matrix"),
-                      binaries={f"{p.package}={p.version}": p.sha256
-                                for p in shipped.packages},
+                      # and the source package its selftests come from
+                      binaries={**{f"{p.package}={p.version}": p.sha256
+                                   for p in shipped.packages},
+                                f"{version.package}={version.version}": version.sha256},
                       shipped_sha256=hashlib.sha256(table.encode()).hexdigest())
 
     def profile(self, version: Version) -> BootProfile:
@@ -152,24 +154,24 @@ class DistributionBinary(Source):
         return BootProfile(shipped.append, (f"taintport.signed={shipped.module_name}",),
                            shipped.timeout, shipped.memory)
 
-    def prepare(self, chain: Chain, version: Version, tree: Path | None,
+    def prepare(self, chain: Chain, version: Version, tree: Path,
                 quilt_series: series.Series, cell: Cell) -> Built:
         log = chain.fresh_log(cell)
         top = chain.timed(cell, "fetch", binary.unpack, chain.cache, version, log)
-        artifacts = chain.timed(cell, "build", binary.prepare, version, top,
+        artifacts = chain.timed(cell, "build", binary.prepare, version, top, tree,
                                 chain.cache.artifacts(version, cell.variant.name), log,
                                 chain.jobs)
         return chain.built(cell, artifacts, None, self.profile(version))
 
-    def prepared(self, chain: Chain, version: Version, tree: Path | None,
+    def prepared(self, chain: Chain, version: Version, tree: Path,
                  quilt_series: series.Series, cell: Cell) -> Built:
         # they take seconds: made again, as the matrix makes them
         return self.prepare(chain, version, tree, quilt_series, cell)
 
-    def build(self, cache: Cache, version: Version, tree: Path | None,
+    def build(self, cache: Cache, version: Version, tree: Path,
               quilt_series: series.Series, variant: Variant, jobs: int) -> Artifacts:
         log = cache.root / "logs" / f"build-{version.name}-{variant}.log"
-        return binary.prepare(version, binary.unpack(cache, version, log),
+        return binary.prepare(version, binary.unpack(cache, version, log), tree,
                               cache.artifacts(version, variant.name), log, jobs)
 
 

@@ -64,8 +64,8 @@ def build_with_selftests(tree: Path, build_dir: Path, version_name: str, out: Pa
     """The variant's kernel, test modules and agent, and from the same tree and
     build the kernel's own selftests and the trace-event sample (run/selftests.py)."""
     artifacts = build.build_variant(tree, build_dir, version_name, out, log, jobs, cache_root)
-    selftests.build_payload(tree, build_dir, artifacts.release, artifacts.directory, log,
-                            jobs, cache_root)
+    selftests.build_payload(tree, selftests.OurBuild(build_dir, jobs, cache_root),
+                            artifacts.release, artifacts.directory, log)
     return artifacts
 
 
