@@ -3,6 +3,7 @@
 
 The builds are stood in by a function that notes when it runs (the real
 make is what the e2e tests and the bench run)."""
+import io
 import threading
 import time
 from types import SimpleNamespace
@@ -23,7 +24,7 @@ from test_process import end, qemu_reading_state, spawn_sleep, state
 
 def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
-                  Progress(0), jobs=1, timeout=10)
+                  Progress(0, stream=io.StringIO()), jobs=1, timeout=10)
     spans = {}
 
     def stand_in(tree, build_dir, name, out, log, jobs, cache_root):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """The test harness that turns a cell unexpected or broken on purpose:
 read strictly, marks what it touches, leaves everything else alone."""
+import io
 import copy
 import os
 import subprocess
@@ -111,7 +112,7 @@ def test_the_fault_switch_reaches_every_chain_and_is_read_strictly(tmp_path, mon
     monkeypatch.setattr(stages.Chain, "__init__", stages.Chain.__init__)  # restored after
     provoke.install({provoke.FAULT_VARIABLE: "truncate"})
     chain = stages.Chain(Cache(tmp_path / "cache"), tmp_path / "out", stages.expectations(),
-                         Progress(1), jobs=1, timeout=1)
+                         Progress(1, stream=io.StringIO()), jobs=1, timeout=1)
     assert chain.append == "taintport.fault=truncate"
 
 

@@ -4,6 +4,7 @@ the trace-event sample, run after the agent and judged against the same
 kernel's upstream cell, from the consoles in data/selftests/ (fabricated in
 the runner's format, README there) through the real stage, parser and
 verdict; only QEMU and dracut are faked."""
+import io
 import os
 import shutil
 import subprocess
@@ -37,7 +38,7 @@ BOOKWORM = versions.select(["bookworm-6.1"])[0]
 @pytest.fixture
 def chain(tmp_path):
     return Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
-                 Progress(0), jobs=1, timeout=10, accel=Accel("tcg", "test"))
+                 Progress(0, stream=io.StringIO()), jobs=1, timeout=10, accel=Accel("tcg", "test"))
 
 
 def built(tmp_path, variant):

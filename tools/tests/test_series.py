@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 """quilt variants on a small tree of our own: real quilt, real patch."""
+import io
 import os
 
 import pytest
@@ -145,7 +146,7 @@ def chain_and_cells(tmp_path, ships):
     from taintport.run.progress import Progress
     from taintport.run.stages import Chain
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
-                  Progress(0), jobs=1, timeout=10)
+                  Progress(0, stream=io.StringIO()), jobs=1, timeout=10)
     version = SimpleNamespace(name="v", ships=tuple(fixes.NAMES if ships else ()))
     upstream = Cell.new("v", named("upstream"), {})
     upstream.status = verdict.Status.AS_EXPECTED

@@ -3,6 +3,7 @@
 skips, its agreement with upstream, its inputs and what the reports say.
 The boot of Debian's real binary is in test_e2e.py and the captured
 consoles in test_ktap.py."""
+import io
 import lzma
 import re
 from dataclasses import replace
@@ -311,7 +312,7 @@ def test_agreement_is_made_again_against_whichever_peer_is_published(tmp_path):
     from taintport.judge.verdict import FixState
 
     chain = Chain(Cache(tmp_path / "cache"), tmp_path / "out", verdict.load(fixes.NAMES),
-                  Progress(0), jobs=1, timeout=10)
+                  Progress(0, stream=io.StringIO()), jobs=1, timeout=10)
     shipped = cell("shipped", {"signed.loads": True, "livepatch.events_present": False})
     shipped.fixes = {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING}
     other = cell("upstream", {"signed.loads": True, "livepatch.events_present": True})
