@@ -170,15 +170,18 @@ def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
             full_env.pop(key, None)
         else:
             full_env[key] = value
-    argv = niced([str(c) for c in cmd], nice)  # the log shows the niceness too
-    shown = shlex.join(argv)
+    argv = [str(c) for c in cmd]
+    shown = shlex.join(niced(argv, nice))  # the log shows the niceness too
     out = None
     if log:
         out = appending(log)
         out.write(f"$ {shown}\n")
         out.flush()
     try:
-        proc = spawn(argv, background=background, cwd=cwd, env=full_env,
+        # spawn nices it: a niced command is a background one, which waits
+        # while a guest boots (given the niceness only in argv, every build
+        # ran on beside the boots)
+        proc = spawn(argv, nice=nice, background=background, cwd=cwd, env=full_env,
                      stdin=subprocess.DEVNULL,
                      stdout=out or subprocess.PIPE,
                      stderr=subprocess.STDOUT if out else subprocess.PIPE, text=True)

@@ -25,7 +25,7 @@ from taintport.cache import Cache, scratch, sweep
 from taintport.errors import RunError
 from taintport.kernel import build, selftests
 from taintport.kernel.build import Artifacts
-from taintport.process import appending, orphan_proof, require, run
+from taintport.process import NICE_LEVEL, appending, orphan_proof, require, run
 from taintport.tree.archive.download import fetch_deb
 from taintport.tree.archive.indexes import Indexes
 from taintport.tree.fetch import EXTRACTING_PREFIX
@@ -68,8 +68,10 @@ def extract(debs: list[Path], target: Path, shipped: Binary, log: Path) -> None:
     with scratch(target.parent, EXTRACTING_PREFIX) as tmp:
         top = tmp / "top"
         for deb in debs:
+            # niced, so it waits while a guest boots, as builds do: it took a
+            # core from experimental-7.3's first boot (7.0 s, 2026-12-06)
             run(orphan_proof(["dpkg-deb", "-x", str(deb), str(top)]), stage="fetch",
-                log=log)
+                log=log, nice=NICE_LEVEL)
         for modules in module_folders(top, shipped):
             for module in (modules / "kernel").rglob("*"):
                 if module.is_file() and \
