@@ -28,6 +28,8 @@ def pytest_configure(config):
                             "folders of the user's taintport cache")
 
 
+# first: pytest-xdist's own hook reads the group from the markers to schedule
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """make check runs the tests on every core (pytest-xdist, --dist loadgroup):
     a boot under TCG, spatch and most tests are one thread, and a 2-core machine
