@@ -286,24 +286,6 @@ def test_patched_built_for_real_is_the_backported_image(run, tmp_path):
         built["backported"]["inputs"]["bzimage_sha256"]
 
 
-def test_mutation_without_backport_patch_is_unexpected(tmp_path):
-    """With the layer's patches dropped, the backported cell must fail."""
-    quilt = tmp_path / "quilt"
-    shutil.copytree(REPO / "quilt", quilt)
-    series = quilt / VERSION / "series"
-    kept = [line for line in series.read_text().splitlines()
-            if not line.startswith("backported/")]
-    assert len(kept) < len(series.read_text().splitlines()), "no backported patch to drop"
-    series.write_text("\n".join(kept) + "\n")
-    proc, cells, doc = matrix(tmp_path / "run", "--variants", "backported",
-                              "--quilt-dir", str(quilt))
-    assert proc.returncode == 1
-    assert cells["backported"]["status"] == "unexpected"
-    wrong = {c["name"] for c in cells["backported"]["checks"] if not c["matches"]}
-    assert {"unsigned.events_present", "livepatch.events_present",
-            "backported_sources_identical_to_patched"} <= wrong
-
-
 def test_boot_judges_a_cell_as_the_matrix_does(run, tmp_path):
     """`taintport boot` runs the matrix's own stage chain: on the backported
     cell of the run above, the same checks, status, byte-identical host
@@ -340,3 +322,23 @@ def test_boot_judges_a_cell_as_the_matrix_does(run, tmp_path):
               for verb, folder in folders.items()}
     assert len(images["boot"]) == 1 and images["boot"] == images["matrix"]
     assert "backported: as-expected" in booted.stdout
+
+
+def test_mutation_without_backport_patch_is_unexpected(tmp_path):
+    """With the layer's patches dropped, the backported cell must fail.
+    Last of the file: it leaves backported's kernel built without the layer,
+    and `taintport boot` boots the variant's kernel as last built."""
+    quilt = tmp_path / "quilt"
+    shutil.copytree(REPO / "quilt", quilt)
+    series = quilt / VERSION / "series"
+    kept = [line for line in series.read_text().splitlines()
+            if not line.startswith("backported/")]
+    assert len(kept) < len(series.read_text().splitlines()), "no backported patch to drop"
+    series.write_text("\n".join(kept) + "\n")
+    proc, cells, doc = matrix(tmp_path / "run", "--variants", "backported",
+                              "--quilt-dir", str(quilt))
+    assert proc.returncode == 1
+    assert cells["backported"]["status"] == "unexpected"
+    wrong = {c["name"] for c in cells["backported"]["checks"] if not c["matches"]}
+    assert {"unsigned.events_present", "livepatch.events_present",
+            "backported_sources_identical_to_patched"} <= wrong
