@@ -219,7 +219,7 @@ def assert_kunit_agrees(console, version, name, scratch, captured=False):
     assert {n for n, status in cases.items() if status == "SKIP"} == variant.skips, where
     assert "[ERROR]" not in kunit.stdout, (where, kunit.stdout)
     failed = {name for name, status in cases.items() if status == "FAIL"}
-    want = expectations.failures(expectations.states(variant, ships))
+    want = expectations.failures(expectations.states(variant, ships, version))
     assert failed == want, (where, sorted(failed ^ want))
     assert len(summary) == 1, (where, kunit.stdout)
     if not want:
