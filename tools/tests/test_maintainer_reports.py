@@ -156,8 +156,13 @@ def test_an_interrupted_apply_says_what_it_left_not_cells(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     started = tmp_path / "spatch-started"
+    interrupted = tmp_path / "interrupted"
     spatch = bin_dir / "spatch"
-    spatch.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 60\n")
+    # waits until Ctrl-C: one started a moment after it (two run at once, and
+    # the signal reaches only the processes there when it is sent) ends then,
+    # as a real spatch ends in seconds; a run that waited for it would not
+    spatch.write_text(f"#!/bin/sh\ntouch {started}\nfor i in $(seq 600); do\n"
+                      f"  [ -e {interrupted} ] && exit 1\n  sleep 0.1\ndone\n")
     spatch.chmod(0o755)
     proc = subprocess.Popen([*TAINTPORT, "apply", "--tree", str(tree)], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -167,6 +172,7 @@ def test_an_interrupted_apply_says_what_it_left_not_cells(tmp_path):
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the whole foreground group
+    interrupted.touch()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 2, err
     assert "finished cells" not in err, err

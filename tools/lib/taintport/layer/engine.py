@@ -18,7 +18,7 @@ import difflib
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from taintport.cache import Cache, scratch as scratch_folder, sweep
 from taintport.layer import sources, spatch
@@ -29,6 +29,19 @@ from taintport.layer.relayout import same_code
 # the scratch copies of a tree's files, in the cache (cache.scratch)
 SCRATCH = "layer-"
 JOBS = 2  # spatch runs at once: the machines the layer runs on have two cores
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _each(run: Callable[[T], R], items: Iterable[T]) -> list[R]:
+    """run on every item, JOBS at a time, in order. Interrupted (Ctrl-C, an
+    error in one), the runs not yet started never start: a plain pool's exit
+    waited for every queued spatch run, a minute after Ctrl-C on a big tree."""
+    pool = ThreadPoolExecutor(max_workers=JOBS)
+    try:
+        return list(pool.map(run, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _from_verdicts(spec: PieceSpec, rel: str, verdicts: Sequence[spatch.Verdict]) -> Piece:
@@ -84,8 +97,7 @@ def judge(spec: PieceSpec, root: Path, version: tuple[int, int] | None,
 
 def _judge_all(specs: Sequence[PieceSpec], root: Path, version: tuple[int, int] | None,
                params: Params) -> tuple[Piece, ...]:
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        return tuple(pool.map(lambda spec: judge(spec, root, version, params), specs))
+    return tuple(_each(lambda spec: judge(spec, root, version, params), specs))
 
 
 def _own_params(fix: Fix, params: Params) -> dict[str, str]:
@@ -123,8 +135,7 @@ def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
     version = sources.kernel_version(root)
     # every fix's pieces in one pool: a fix of one piece does not wait for the next
     jobs = [(spec, _own_params(fix, values)) for fix in fixes for spec in fix.pieces]
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        judged = iter(list(pool.map(lambda job: judge(job[0], root, version, job[1]), jobs)))
+    judged = iter(_each(lambda job: judge(job[0], root, version, job[1]), jobs))
     return [FixInspection(fix, tuple(next(judged) for _ in fix.pieces), fix.applies(texts.get))
             for fix in fixes]
 
@@ -187,8 +198,7 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
     def carry_group(indices: list[int]) -> None:
         for i in indices:
             done[i] = _carry_piece(fix.pieces[i], scratch, version, params)
-    with ThreadPoolExecutor(max_workers=JOBS) as pool:
-        list(pool.map(carry_group, groups.values()))
+    _each(carry_group, groups.values())
     carried = [done[i] for i in range(len(fix.pieces))]
     pieces = tuple(piece for piece, _ in carried)
     for spec, piece in zip(fix.pieces, pieces):
