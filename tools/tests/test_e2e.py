@@ -325,9 +325,9 @@ def test_boot_judges_a_cell_as_the_matrix_does(run, tmp_path):
 
 
 def test_mutation_without_backport_patch_is_unexpected(tmp_path):
-    """With the layer's patches dropped, the backported cell must fail.
-    Last of the file: it leaves backported's kernel built without the layer,
-    and `taintport boot` boots the variant's kernel as last built."""
+    """With the layer's patches dropped, the backported cell must fail; the
+    kernel it leaves is not booted under the layer's name. Last of the file:
+    it leaves backported's kernel built without the layer."""
     quilt = tmp_path / "quilt"
     shutil.copytree(REPO / "quilt", quilt)
     series = quilt / VERSION / "series"
@@ -342,3 +342,8 @@ def test_mutation_without_backport_patch_is_unexpected(tmp_path):
     wrong = {c["name"] for c in cells["backported"]["checks"] if not c["matches"]}
     assert {"unsigned.events_present", "livepatch.events_present",
             "backported_sources_identical_to_patched"} <= wrong
+    booted = subprocess.run([*TAINTPORT, "boot", "--version", VERSION, "--variant", "backported",
+                             "--out", str(tmp_path / "boot")], capture_output=True, text=True)
+    assert booted.returncode == 2
+    assert "series changed since" in booted.stdout
+    assert not (tmp_path / "boot" / VERSION / "backported" / "console.log").exists()

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from taintport import REPO
-from taintport.cache import Cache
+from taintport.cache import Cache, write_atomic
 from taintport.digest import sha256_of, tree_digest
 from taintport.errors import InputError
 from taintport.judge import verdict
@@ -32,6 +32,41 @@ from taintport.tree.versions import Version
 
 # what our builds boot with (kconfigs/ gives them a serial console and little else)
 APPEND = "console=ttyS0 panic=-1"
+
+# What a build of ours was made from, beside its artifacts: the folder is one
+# per upload and variant, so a series regenerated since (regen, a --quilt-dir
+# of one's own), another fragment or an edited test module would otherwise be
+# booted by `taintport boot` under the new inputs' name. Only what a build
+# reads: an edited expectations file is judged without a rebuild.
+BUILT_FROM = "built-from.json"
+BUILD_INPUTS = ("package_version", "deb_sha256", "series", "fragments", "test_matrix_sha256")
+
+
+def built_from(inputs: Inputs) -> dict[str, object]:
+    whole = dataclasses.asdict(inputs)
+    return {name: whole[name] for name in BUILD_INPUTS}
+
+
+def record_built_from(folder: Path, inputs: Inputs) -> None:
+    write_atomic(folder / BUILT_FROM, json.dumps(built_from(inputs), indent=1, sort_keys=True))
+
+
+def check_built_from(folder: Path, inputs: Inputs, again: str) -> None:
+    """Refuse artifacts that were not built from inputs (again: the command
+    that builds them anew)."""
+    try:
+        then = json.loads((folder / BUILT_FROM).read_text())
+    except FileNotFoundError:
+        raise InputError(f"{folder} has no {BUILT_FROM}: its build did not finish, or an "
+                         f"older taintport made it; {again}") from None
+    except (OSError, ValueError) as err:
+        raise InputError(f"{folder / BUILT_FROM}: unreadable ({err}); {again}") from None
+    now = built_from(inputs)
+    changed = [name for name in BUILD_INPUTS
+               if not isinstance(then, dict) or then.get(name) != now[name]]
+    if changed:
+        raise InputError(f"{folder} was built from other inputs than the cell has now "
+                         f"({', '.join(changed)} changed since); {again}")
 
 
 class Source(ABC):
@@ -89,8 +124,11 @@ class TreeBuild(Source):
         log = chain.fresh_log(cell)
         chain.timed(cell, "apply", series.switch, tree, quilt_series, cell.variant, log)
         identical = chain.identical_check(tree, quilt_series, cell)
-        return chain.built(cell, chain.compile(version, tree, cell, log), identical,
-                           self.profile(chain))
+        folder = chain.cache.artifacts(version, cell.variant.name)
+        (folder / BUILT_FROM).unlink(missing_ok=True)  # until this build has finished
+        artifacts = chain.compile(version, tree, cell, log)
+        record_built_from(folder, self.inputs(version, quilt_series, cell.variant))
+        return chain.built(cell, artifacts, identical, self.profile(chain))
 
     def prepared(self, chain: Chain, version: Version, tree: Path,
                  quilt_series: series.Series, cell: Cell) -> Built:
@@ -100,6 +138,9 @@ class TreeBuild(Source):
         if not (folder / "bzImage").exists():
             raise InputError(f"{folder / 'bzImage'} missing; run 'taintport build --version "
                              f"{version.name} --variant {cell.variant}' first")
+        check_built_from(folder, self.inputs(version, quilt_series, cell.variant),
+                         f"run 'taintport build --version {version.name} --variant "
+                         f"{cell.variant}' again")
         build_dir = chain.cache.build(version)
         release = build.kernel_release(tree, build_dir,
                                        *build.make_args(build_dir, 1, chain.cache.root))
@@ -115,9 +156,12 @@ class TreeBuild(Source):
             series.switch(tree, quilt_series, variant,
                           cache.root / "logs" / f"apply-{version.name}.log")
         log = cache.root / "logs" / f"build-{version.name}-{variant}.log"
-        return build_with_selftests(tree, cache.build(version), version.name,
-                                    cache.artifacts(version, variant.name), log, jobs,
-                                    cache.root)
+        folder = cache.artifacts(version, variant.name)
+        (folder / BUILT_FROM).unlink(missing_ok=True)
+        artifacts = build_with_selftests(tree, cache.build(version), version.name, folder,
+                                         log, jobs, cache.root)
+        record_built_from(folder, self.inputs(version, quilt_series, variant))
+        return artifacts
 
 
 class DistributionBinary(Source):
