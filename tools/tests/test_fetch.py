@@ -486,3 +486,18 @@ def test_a_variant_boots_while_the_next_one_builds(tmp_path, archive, monkeypatc
     assert spans["build reverted"][0] < spans["boot upstream"][1]
     assert spans["boot upstream"][0] < spans["build reverted"][1]
     assert spans["boot backported"][0] >= spans["build backported"][1]
+
+
+def test_the_cache_can_be_removed_once_the_retired_trees_are_gone(tmp_path):
+    """make bench removes its caches right after a move retired a tree: a
+    thread still deleting it raced the removal (FileNotFoundError)."""
+    import threading
+    tree = tmp_path / "trees" / "old"
+    for i in range(2000):
+        (tree / f"d{i % 20}").mkdir(parents=True, exist_ok=True)
+        (tree / f"d{i % 20}" / f"f{i}").write_text("x")
+    fetch.retire(tree)
+    fetch.wait_retired()
+    assert not any(t.name.startswith(fetch.RETIRING) for t in threading.enumerate())
+    assert not any((tmp_path / "trees").rglob("f*"))
+    shutil.rmtree(tmp_path / "trees")

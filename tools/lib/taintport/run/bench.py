@@ -226,6 +226,7 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say: Say = print
             os.environ["CCACHE_DISABLE"] = disabled
         if logs.exists():
             shutil.copytree(logs, logs_to, dirs_exist_ok=True)
+        fetch.wait_retired()  # the upload before's tree, retired by the move
         shutil.rmtree(cache.root)
 
 
@@ -306,6 +307,7 @@ def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) 
     # scratch, and deleting it at the start of the next run would slow that
     # run's first extractions.
     shutil.copytree(cache.root / "logs", out / "logs", dirs_exist_ok=True)
+    fetch.wait_retired()
     shutil.rmtree(cache.root)
     return table(chosen, cells, wall, solo, layers, extracts, warm, touched,
                  (edited, rerun), parallel, upload)

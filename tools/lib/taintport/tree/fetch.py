@@ -132,7 +132,19 @@ def retire(folder: Path) -> None:
     retired = Path(tempfile.mkdtemp(dir=folder.parent, prefix=EXTRACTING_PREFIX + "old-"))
     os.rename(folder, retired / folder.name)
     threading.Thread(target=shutil.rmtree, args=(retired,), kwargs={"ignore_errors": True},
-                     name=f"retire-{folder.parent.name}").start()
+                     name=f"{RETIRING}{folder.parent.name}").start()
+
+
+RETIRING = "retire-"
+
+
+def wait_retired() -> None:
+    """Until every tree retire() handed to a thread is gone: a caller that
+    removes the whole cache next would race the thread for its files (make
+    bench's phase 5 did: FileNotFoundError on a Makefile, at its very end)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith(RETIRING) and thread is not threading.current_thread():
+            thread.join()
 
 
 def unpack(deb: Path, version: Version, dest: Path, log: Path, nice: int) -> None:
