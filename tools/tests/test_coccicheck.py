@@ -55,7 +55,7 @@ BANNER = ('\nPlease check for false positives in the output before submitting a 
 # what the kernel's Makefile or coccicheck would read from the environment
 KBUILD_ENV = ("V", "C", "O", "W", "SPFLAGS", "SPATCH", "sub_make_done")
 
-pytestmark = [pytest.mark.e2e, pytest.mark.trees_cache]
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 
 
 class Run(NamedTuple):

@@ -19,7 +19,7 @@ from taintport.tree import series, variants, versions
 from taintport.tree.variants import named
 from test_trees import NAMES, held_tree
 
-pytestmark = [pytest.mark.e2e, pytest.mark.trees_cache]
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 FULL = variants.table().full_state()
 GROUP = FULL.groups[0]
 

@@ -29,7 +29,7 @@ PIECE_FILES = ("include/linux/kernel.h", "include/linux/panic.h", "kernel/panic.
                "kernel/module.c", "kernel/module/main.c", "kernel/tracepoint.c",
                "include/trace/events/module.h")
 
-pytestmark = [pytest.mark.e2e, pytest.mark.trees_cache]
+pytestmark = [pytest.mark.e2e, pytest.mark.users_cache]
 
 
 @contextmanager
