@@ -24,6 +24,8 @@ from taintport.tree import versions
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT_SRC = REPO / "test-matrix" / "agent"
+# what the agent must never do to the host's kernel: each test runs it under strace
+# with these failed (EPERM) before they reach it, in a chroot
 DANGEROUS = "init_module,finit_module,delete_module,reboot,ioperm,iopl,syslog,mount"
 LOADS = re.compile(rf"(^|[^_a-z])({'|'.join(DANGEROUS.split(','))})\(", re.M)
 OTHER_RELEASE = "0.0.0-taintport-not-this-kernel"

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 
 from taintport import REPO
@@ -124,11 +125,19 @@ class TreeBuild(Source):
         log = chain.fresh_log(cell)
         chain.timed(cell, "apply", series.switch, tree, quilt_series, cell.variant, log)
         identical = chain.identical_check(tree, quilt_series, cell)
-        folder = chain.cache.artifacts(version, cell.variant.name)
-        (folder / BUILT_FROM).unlink(missing_ok=True)  # until this build has finished
-        artifacts = chain.compile(version, tree, cell, log)
-        record_built_from(folder, self.inputs(version, quilt_series, cell.variant))
+        artifacts = self.recorded(chain.cache.artifacts(version, cell.variant.name),
+                                  self.inputs(version, quilt_series, cell.variant),
+                                  lambda: chain.compile(version, tree, cell, log))
         return chain.built(cell, artifacts, identical, self.profile(chain))
+
+    @staticmethod
+    def recorded(folder: Path, inputs: Inputs, make: Callable[[], Artifacts]) -> Artifacts:
+        """make() the artifacts in folder, and what they were built from once
+        they are all there (no record while a build is under way or failed)."""
+        (folder / BUILT_FROM).unlink(missing_ok=True)
+        artifacts = make()
+        record_built_from(folder, inputs)
+        return artifacts
 
     def prepared(self, chain: Chain, version: Version, tree: Path,
                  quilt_series: series.Series, cell: Cell) -> Built:
@@ -157,11 +166,10 @@ class TreeBuild(Source):
                           cache.root / "logs" / f"apply-{version.name}.log")
         log = cache.root / "logs" / f"build-{version.name}-{variant}.log"
         folder = cache.artifacts(version, variant.name)
-        (folder / BUILT_FROM).unlink(missing_ok=True)
-        artifacts = build_with_selftests(tree, cache.build(version), version.name, folder,
-                                         log, jobs, cache.root)
-        record_built_from(folder, self.inputs(version, quilt_series, variant))
-        return artifacts
+        return self.recorded(folder, self.inputs(version, quilt_series, variant),
+                             lambda: build_with_selftests(tree, cache.build(version),
+                                                          version.name, folder, log, jobs,
+                                                          cache.root))
 
 
 class DistributionBinary(Source):
