@@ -41,6 +41,13 @@ def test_guests_have_no_network_device():
     assert "-nodefaults" in cmd
 
 
+def test_guests_run_their_userspace_at_fixed_addresses():
+    """TCG translates a library again at each new address (boot.GUEST_APPEND)."""
+    cmd = boot.command("bzImage", "initrd", "console.log", "console=ttyS0 loglevel=1", "tcg")
+    assert cmd[cmd.index("-append") + 1].split() == ["console=ttyS0", "loglevel=1",
+                                                     "norandmaps"]
+
+
 @pytest.mark.e2e
 @pytest.mark.users_cache
 def test_signing_key_stays_in_the_build_dir_and_out_of_results():
