@@ -155,7 +155,7 @@ def headers_make(headers: Path, shipped: Binary, jobs: int) -> tuple[str, ...]:
 def build_modules(headers: Path, shipped: Binary, out: Path, log: Path, jobs: int) -> None:
     """The test modules, out of tree against the distribution's headers."""
     built = build.compile_modules(headers_make(headers, shipped, jobs), build.REPRODUCIBLE,
-                                  out, log)
+                                  out / "module-build", log)
     for module in built:
         shutil.copy2(module, out / module.name)
 

@@ -109,6 +109,10 @@ class Target(ABC):
         """signed: module signed with the kernel's key; False (nothing
         written) where that key is not here."""
 
+    def work(self, out: Path, name: str) -> Path:
+        """Where its modules are built out of tree (build.out_of_tree)."""
+        return out / name
+
 
 @dataclass(frozen=True)
 class OurBuild(Target):
@@ -139,6 +143,9 @@ class OurBuild(Target):
     def sign(self, module: Path, signed: Path, log: Path) -> bool:
         build.sign(self.build_dir, module, signed, log)
         return True
+
+    def work(self, out: Path, name: str) -> Path:
+        return build.external_work(self.build_dir, name)
 
 
 @dataclass(frozen=True)
@@ -202,7 +209,7 @@ def build_payload(tree: Path, target: Target, release: str, out: Path,
     for name in ("functions.sh", "settings", *(p.name for p in source.glob("test-*.sh"))):
         if (source / name).is_file():
             shutil.copyfile(source / name, scripts / name)
-    work = folder.parent / "selftests-build"
+    work = target.work(folder.parent, "selftests-build")
     if (source / "test_modules").is_dir():
         made = target.external(source / "test_modules", work, log)
         placed(made.built, target, scripts / "test_modules", log)
@@ -217,7 +224,7 @@ def build_payload(tree: Path, target: Target, release: str, out: Path,
         run(["gcc", "-static", "-O2", "-o", scripts / GETPID, source / f"{GETPID}.c"],
             stage="selftests", log=log, nice=NICE_LEVEL)
     sample = target.configured(tree, SAMPLE.parent, "CONFIG_SAMPLE_TRACE_EVENTS",
-                               [SAMPLE.stem], folder.parent / "sample-build", log)
+                               [SAMPLE.stem], target.work(folder.parent, "sample-build"), log)
     (folder / "sample").mkdir()
     for ko in sample.built:
         shutil.copyfile(ko, folder / "sample" / ko.name)
