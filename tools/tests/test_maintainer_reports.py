@@ -148,6 +148,13 @@ def test_a_file_the_layer_must_write_is_refused_for_bytes_it_cannot_give_back(tm
         assert re.search(r"^livepatch:\s+missing", shown.stdout, re.M), shown.stdout
 
 
+def as_in_a_terminal():
+    """Ctrl-C reaches a command a terminal runs: a test run started in the
+    background of a shell without job control (nohup make check &) passes SIGINT
+    down ignored, and an ignored SIGINT is no interruption to prove anything with."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_apply_says_what_it_left_not_cells(tmp_path):
     """Ctrl-C while the layer is judged (a spatch on PATH that waits): the
     run speaks of the tree and its journal; there are no cells here."""
@@ -167,7 +174,7 @@ def test_an_interrupted_apply_says_what_it_left_not_cells(tmp_path):
     proc = subprocess.Popen([*TAINTPORT, "apply", "--tree", str(tree)], text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"},
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_in_a_terminal)
     deadline = time.monotonic() + 60
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.1)
