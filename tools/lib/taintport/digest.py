@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
-"""Digests of files and folders: what a pin is checked against and a cell is keyed on.
+"""Digests of files and folders: what a pin is checked against and a cell is keyed on;
+and whether two files hold the same bytes.
 
 A leaf: the fetch, kernel and run stages all hash what they read, and none of
 them imports another stage for it.
@@ -25,3 +26,14 @@ def tree_digest(folder: Path | str) -> str:
                     and "__pycache__" not in p.parts and "out" not in p.parts):
         h.update(str(f.relative_to(folder)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
+
+
+def same_bytes(a: Path, b: Path) -> bool:
+    """a and b hold the same bytes, read in blocks side by side."""
+    with open(a, "rb") as left, open(b, "rb") as right:
+        while True:
+            block = left.read(1 << 20)
+            if block != right.read(1 << 20):
+                return False
+            if not block:
+                return True

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taintport import REPO, guest
-from taintport.digest import sha256_of, tree_digest
+from taintport.digest import same_bytes, sha256_of, tree_digest
 from taintport.errors import RunError
 from taintport.kernel import kconfig
 from taintport.process import NICE_LEVEL, require, run
@@ -148,7 +148,7 @@ def copied(source: Path, work: Path) -> None:
         dest = work / path.relative_to(source)
         if dest.is_symlink() or dest.is_dir():
             raise RunError("module", f"{dest} is not a plain file: remove {work}")
-        if dest.is_file() and dest.read_bytes() == path.read_bytes():
+        if dest.is_file() and same_bytes(dest, path):
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from taintport import names
 from taintport.cache import Cache, scratch, sweep
+from taintport.digest import same_bytes
 from taintport.errors import RunError
 from taintport.process import STOPPING, require
 from taintport.tree.archive.apt import note
@@ -210,16 +211,6 @@ def carry_times(old: Path, new: Path) -> tuple[int, int]:
             else:
                 os.utime(path, (now, now))
     return kept, files
-
-
-def same_bytes(a: Path, b: Path) -> bool:
-    with open(a, "rb") as left, open(b, "rb") as right:
-        while True:
-            block = left.read(1 << 20)
-            if block != right.read(1 << 20):
-                return False
-            if not block:
-                return True
 
 
 def retire_old_layout(cache: Cache, version: Version, log: Path) -> None:
