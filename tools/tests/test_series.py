@@ -160,7 +160,7 @@ def test_backported_byte_identical_to_upstream_takes_its_cell(setup, tmp_path):
     kernel again: its build and boot are taken, with both host checks."""
     tree, s, log = setup
     chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
-    assert chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
+    assert chain.reuse_identical(version, tree, s, backported, lambda: {"upstream": upstream})
     assert backported.reused_from == named("upstream")
     assert backported.status is upstream.status
     assert backported.kernel_release == "6.12.0"
@@ -173,18 +173,22 @@ def test_backported_byte_identical_to_upstream_takes_its_cell(setup, tmp_path):
 def test_backported_is_built_when_it_differs_or_is_judged_otherwise(setup, tmp_path):
     tree, s, log = setup
     chain, version, upstream, backported = chain_and_cells(tmp_path, ships=False)
-    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream}), \
+    assert not chain.reuse_identical(version, tree, s, backported,
+                                     lambda: {"upstream": upstream}), \
         "a tree that lacks the fixes: upstream is expected to fail, backported to pass"
     chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
     upstream.status = verdict.Status.ERROR
-    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
-    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": None})
+    assert not chain.reuse_identical(version, tree, s, backported, lambda: {"upstream": upstream})
+    assert not chain.reuse_identical(version, tree, s, backported, lambda: {"upstream": None})
     chain, version, upstream, backported = chain_and_cells(tmp_path, ships=True)
     layer = s.directory / "backported" / "0001.patch"
     patch(layer, ORIGINAL.replace("int c;", "int c_reverted;"),
           ORIGINAL.replace("int c;", "int c_layer;"))
-    assert not chain.reuse_identical(version, tree, s, backported, {"upstream": upstream})
+    asked = []
+    assert not chain.reuse_identical(version, tree, s, backported,
+                                     lambda: asked.append(1) or {"upstream": upstream})
     assert backported.reused_from is None and not backported.checks
+    assert not asked, "a variant that differs waits for no other cell's boot"
 
 
 

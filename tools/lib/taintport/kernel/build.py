@@ -53,6 +53,13 @@ def make_args(build_dir: Path, jobs: int, cache_root: Path) -> tuple[list[str], 
     if shutil.which("ccache"):
         args.append("CC=ccache gcc")
         env["CCACHE_DIR"] = str(Path(cache_root) / "ccache")
+        # Depend mode: a miss compiles once and keys the result on the
+        # headers the compiler lists (Kbuild's -Wp,-MMD). In its default
+        # mode ccache runs the preprocessor as well on every miss: an empty
+        # ccache made 6.1's cold build 253 s (487 CPU-s) against 181 s (347)
+        # without ccache; depend mode 190 s (364), and again from an empty
+        # build folder 42 s, 1060 of 1061 compiles found.
+        env["CCACHE_DEPEND"] = "true"
     return args, env
 
 

@@ -205,15 +205,15 @@ class Runner:
 
     def reuse_identical(self, version: Version, tree: Path, quilt_series: series.Series,
                         cell: Cell, booting: list[Future[None]]) -> bool:
-        others = cell.variant.reuses
-        if not others or not self.reuse_builds:
+        if not cell.variant.reuses or not self.reuse_builds:
             return False
-        for future in booting:
-            future.result()  # the other cells are published when their boots end
-        return self.chain.reuse_identical(
-            version, tree, quilt_series, cell,
-            {other: self.folder.published(version.name, table().named(other))
-             for other in others})
+
+        def published() -> dict[str, Cell | None]:
+            for future in booting:
+                future.result()  # the other cells are published when their boots end
+            return {other: self.folder.published(version.name, table().named(other))
+                    for other in cell.variant.reuses}
+        return self.chain.reuse_identical(version, tree, quilt_series, cell, published)
 
     def boot_cell(self, item: store.Todo, cell: Cell, built: Built | None) -> None:
         """The artifacts half (initramfs, boot, verdict); then publish and store."""
