@@ -125,6 +125,15 @@ def test_a_bad_artifacts_url_leaves_no_results_folder(tmp_path):
     assert listing(REPO / "results") == before, "a results/<timestamp>/ was made"
 
 
+def test_a_bad_ccache_switch_is_refused_before_any_work(tmp_path):
+    before = listing(REPO / "results")
+    for verb in (("matrix", "--versions", VERSION),
+                 ("build", "--version", VERSION, "--variant", "upstream")):
+        refused(taintport(tmp_path, *verb, env={"TAINTPORT_CCACHE": "yes"}),
+                tmp_path, "$TAINTPORT_CCACHE: 'yes' is neither 1")
+    assert listing(REPO / "results") == before, "a results/<timestamp>/ was made"
+
+
 @pytest.mark.parametrize("verb", [
     ("boot", "--version", VERSION, "--variant", "reverted"),
     ("matrix", "--versions", VERSION),

@@ -1,13 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """One cold build at a time, rebuilds beside it; the KVM probe stops no build;
-an empty ccache costs no preprocessor run of its own.
+ccache only when asked for.
 
 The builds are stood in by a function that notes when it runs (the real
 make is what the e2e tests and the bench run)."""
 import io
-import os
-import shutil
-import subprocess
 import threading
 import time
 from types import SimpleNamespace
@@ -16,6 +13,7 @@ import pytest
 
 from taintport import process
 from taintport.cache import Cache
+from taintport.errors import InputError
 from taintport.judge import verdict
 from taintport.kernel import boot, build
 from taintport.layer import fixes
@@ -93,31 +91,24 @@ def test_a_cold_build_waiting_for_its_turn_says_so(tmp_path, monkeypatch):
     assert "[b upstream] build\n" in said.getvalue()
 
 
-def _ccache_counters(env):
-    out = subprocess.run(["ccache", "--print-stats"], env=env, capture_output=True,
-                         text=True, check=True).stdout
-    return {k: int(v) for k, v in (line.split("\t") for line in out.splitlines())}
+
+@pytest.mark.parametrize("switch, through_ccache", [(None, False), ("0", False), ("1", True)])
+def test_ccache_only_when_asked_for(tmp_path, monkeypatch, switch, through_ccache):
+    """Kept build folders make an empty ccache pure cost (6.1 cold: 253 s
+    through it, 181 s without): only TAINTPORT_CCACHE=1 (the CI pipelines)
+    builds through it, in the cache's ccache/ folder."""
+    if switch is None:
+        monkeypatch.delenv(build.CCACHE, raising=False)
+    else:
+        monkeypatch.setenv(build.CCACHE, switch)
+    args, env = build.make_args(tmp_path / "build", 3, tmp_path / "cache")
+    assert ("CC=ccache gcc" in args) is through_ccache
+    assert env.get("CCACHE_DIR") == (str(tmp_path / "cache" / "ccache") if through_ccache
+                                     else None)
+    assert args[:3] == [f"O={tmp_path / 'build'}", "ARCH=x86_64", "-j3"]
 
 
-def test_an_empty_ccache_compiles_each_file_once(tmp_path):
-    """The compiler as every make of ours calls it (build.make_args), on a
-    file compiled the way Kbuild compiles one (-Wp,-MMD): a miss runs the
-    compiler alone, no preprocessor run of ccache's own before it (the cold
-    6.1 build: 487 CPU-s with one, 364 without), and the same file again from
-    another output folder is found without compiling it."""
-    if not shutil.which("ccache"):
-        pytest.fail("ccache is one of tools/install-deps' packages: run make deps")
-    args, env = build.make_args(tmp_path / "build", 1, tmp_path / "cache")
-    assert "CC=ccache gcc" in args
-    env = {**os.environ, **env}
-    (tmp_path / "lib.h").write_text("int twice(int x);\n")
-    (tmp_path / "f.c").write_text('#include "lib.h"\nint twice(int x) { return 2 * x; }\n')
-    for out in ("a", "b"):
-        (tmp_path / out).mkdir()
-        subprocess.run(["ccache", "gcc", f"-Wp,-MMD,{out}/.f.o.d", "-c", "-o", f"{out}/f.o",
-                        "f.c"], cwd=tmp_path, env=env, check=True)
-        counters = _ccache_counters(env)
-        if out == "a":
-            assert counters["preprocessed_cache_miss"] == 0, "ccache ran the preprocessor"
-            assert counters["direct_cache_miss"] == 1, counters
-    assert counters["direct_cache_hit"] == 1, counters
+def test_a_ccache_switch_neither_0_nor_1_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv(build.CCACHE, "true")
+    with pytest.raises(InputError, match=r"TAINTPORT_CCACHE: 'true' is neither 1"):
+        build.make_args(tmp_path / "build", 3, tmp_path / "cache")

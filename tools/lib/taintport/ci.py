@@ -24,6 +24,7 @@ from taintport import REPO
 from taintport.cache import Cache, write_atomic
 from taintport.errors import InputError, TaintportError
 from taintport.judge.verdict import Status
+from taintport.kernel import build
 from taintport.results import folder
 from taintport.results.cells import Cell, Matrix
 from taintport.results.reports.kcidb import ARTIFACTS_ENV
@@ -42,7 +43,7 @@ MERGE = "/usr/bin/python3 tools/taintport report merge results/* --out results/m
 ANNOTATE = "/usr/bin/python3 tools/taintport ci --annotate results/$VERSION"
 JOB_MINUTES = 120
 # Inside the job's workspace, because both engines cache only paths there;
-# only the downloads and ccache are kept between pipelines (the trees and
+# only the downloads and ccache (TAINTPORT_CCACHE=1) are kept between pipelines (the trees and
 # build dirs are rebuilt from them). The downloads are keyed on the kernel's
 # pin (its versions/*.toml): a new upload downloads anew and the old .debs are
 # not carried along. ccache is keyed on the kernel series (the version's
@@ -119,7 +120,7 @@ def github(names: list[str]) -> Pipeline:
                 "timeout-minutes": JOB_MINUTES,
                 "strategy": {"fail-fast": False, "matrix": {"version": names}},
                 "env": {"VERSION": "${{ matrix.version }}", "TAINTPORT_CACHE": CACHE_DIR,
-                        ARTIFACTS_ENV: GITHUB_ARTIFACTS},
+                        build.CCACHE: "1", ARTIFACTS_ENV: GITHUB_ARTIFACTS},
                 "steps": kernel_steps,
             },
             "report": {
@@ -160,7 +161,7 @@ def gitlab(names: list[str]) -> Pipeline:
             "stage": "kernel",
             "image": IMAGE,
             "timeout": f"{JOB_MINUTES} minutes",
-            "variables": {"TAINTPORT_CACHE": f"$CI_PROJECT_DIR/{CACHE_DIR}",
+            "variables": {"TAINTPORT_CACHE": f"$CI_PROJECT_DIR/{CACHE_DIR}", build.CCACHE: "1",
                           ARTIFACTS_ENV: GITLAB_ARTIFACTS.format(folder="$VERSION")},
             "script": [INSTALL, RUN_KERNEL],
             # exit 2 is a broken run: shown as a warning, not as a kernel

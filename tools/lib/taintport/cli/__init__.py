@@ -16,6 +16,7 @@ from taintport.cache import Cache
 from taintport.cli import archive, cells, layer, options, reports
 from taintport.cli.verb import AnyVerb
 from taintport.errors import TaintportError
+from taintport.kernel import build
 from taintport.layer import fixes
 from taintport.results import report
 from taintport.tree import variants
@@ -84,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         args = top.parse_args(argv)
         verb = VERBS[args.verb]
         request = verb.request(args)  # every argument checked before any work
+        build.ccache_wanted()  # and the environment's TAINTPORT_CCACHE
         code = verb.run(request, Cache(getattr(args, "cache", None)))
         sys.stdout.flush()  # a closed pipe is met here, not in the interpreter's exit
         return code

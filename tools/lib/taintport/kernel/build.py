@@ -17,7 +17,7 @@ from pathlib import Path
 
 from taintport import REPO, guest
 from taintport.digest import same_bytes, sha256_of, tree_digest
-from taintport.errors import RunError
+from taintport.errors import InputError, RunError
 from taintport.kernel import kconfig
 from taintport.process import NICE_LEVEL, require, run
 
@@ -47,19 +47,34 @@ def default_jobs() -> int:
     return (os.cpu_count() or 1) + 1
 
 
+# ccache only when asked for: TAINTPORT_CCACHE=1 (the pipelines under ci/,
+# where only ccache/ survives from one job to the next). Here the build
+# folder is kept instead, and an empty ccache costs a preprocessor run of its
+# own on every miss: 6.1's cold build took 253 s (487 CPU-s) through it, 181 s
+# (347) without. Its depend mode, which skips that run, cannot see what a
+# .S file pulls in with .incbin: the new vmlinux in piggy.S (a rebuilt
+# backported kernel was upstream's image again), the signing certificate.
+CCACHE = "TAINTPORT_CCACHE"
+
+
+def ccache_wanted() -> bool:
+    """TAINTPORT_CCACHE: 1 builds through ccache (in the cache's ccache/), 0 or
+    unset without; anything else is refused."""
+    value = os.environ.get(CCACHE, "")
+    if value not in ("", "0", "1"):
+        raise InputError(f"${CCACHE}: {value[:40]!r} is neither 1 (build through ccache, "
+                         "kept in the cache's ccache/ folder) nor 0 (without)")
+    if value == "1":
+        require("ccache", "ccache")
+    return value == "1"
+
+
 def make_args(build_dir: Path, jobs: int, cache_root: Path) -> tuple[list[str], dict[str, str]]:
     args = [f"O={build_dir}", "ARCH=x86_64", f"-j{jobs}"]
     env = dict(REPRODUCIBLE)
-    if shutil.which("ccache"):
+    if ccache_wanted():
         args.append("CC=ccache gcc")
         env["CCACHE_DIR"] = str(Path(cache_root) / "ccache")
-        # Depend mode: a miss compiles once and keys the result on the
-        # headers the compiler lists (Kbuild's -Wp,-MMD). In its default
-        # mode ccache runs the preprocessor as well on every miss: an empty
-        # ccache made 6.1's cold build 253 s (487 CPU-s) against 181 s (347)
-        # without ccache; depend mode 190 s (364), and again from an empty
-        # build folder 42 s, 1060 of 1061 compiles found.
-        env["CCACHE_DEPEND"] = "true"
     return args, env
 
 

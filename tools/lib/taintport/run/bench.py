@@ -15,8 +15,8 @@ means cold:
      on the generated patches, not on the .cocci files, so neither reruns
      a cell;
   5. what a new upload of a series costs (UPLOAD_COST): bookworm-6.1 built
-     cold from the upload before its pin, with ccache on (as a user's cache
-     and the CI pipelines have it), then moved to its pin: the new tree
+     cold from the upload before its pin, as a user's cache has it (the
+     build folder kept, no ccache unless TAINTPORT_CCACHE=1), then moved to its pin: the new tree
      extracted and compared with the old, and the build again, against the
      series' cold build of phase 2 (target: at most a quarter). `taintport
      bench --upload-cost` runs this phase alone, in a cache of its own, and
@@ -159,10 +159,10 @@ UPLOAD_COST = "bookworm-6.1"
 
 @dataclass(frozen=True)
 class UploadCost:
-    """A series moved from one upload to the next with its ccache and build folder."""
+    """A series moved from one upload to the next with its build folder."""
     before: str          # "bookworm-security 6.1.192-2"
     after: str
-    cold: float          # the build stage from an empty build folder and ccache, before
+    cold: float          # the build stage from an empty build folder, before
     extract: float       # the next upload extracted and compared with the old tree
     build: float         # the build stage again, on the new tree
     compiled: int        # objects compiled again (make's CC lines)
@@ -193,16 +193,15 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say: Say = print
                 name: str = "upload") -> UploadCost:
     """Phase 5, in a fresh cache of its own below parent (so nothing an earlier
     phase built is reused): the series built cold from the upload before the
-    pin, then moved to the pin, ccache on (empty at first); the .debs fetched
+    pin, then moved to the pin, as a user's cache has it; the .debs fetched
     first (the network is not measured). Its logs go to logs_to."""
     cache = fresh_cache(parent, say, name)
     logs = cache.root / "logs"
-    disabled = os.environ.pop("CCACHE_DISABLE", None)
     try:
         before = previous_upload(cache, version, logs / "bench-upload-fetch.log")
         for each in (before, version):
             fetch_deb(cache, each, logs / "bench-upload-fetch.log")
-        say(f"bench phase 5: {version.name} cold at {before.upload}, ccache on")
+        say(f"bench phase 5: {version.name} cold at {before.upload}")
         as_shipped = variants.table().as_shipped()
         with cache.locked(version.name):
             quilt = series.load(version.name)
@@ -222,8 +221,6 @@ def upload_cost(parent: Cache, version: Version, logs_to: Path, say: Say = print
         return UploadCost(before.upload, version.upload, cold, extract, again,
                           compiled(move_log))
     finally:
-        if disabled is not None:
-            os.environ["CCACHE_DISABLE"] = disabled
         if logs.exists():
             shutil.copytree(logs, logs_to, dirs_exist_ok=True)
         fetch.wait_retired()  # the upload before's tree, retired by the move
@@ -244,12 +241,12 @@ def upload_table(cost: UploadCost) -> str:
 
 {UPLOAD_COST} moved from {cost.before} to {cost.after}: the tree is kept per
 series (the new upload extracted beside it, every unchanged file keeping its
-time) and so are the build folder and ccache (on here, as in a user's cache
-and the CI pipelines).
+time) and so is the build folder, as in a user's cache (ccache is for the CI
+pipelines, which keep nothing else: TAINTPORT_CCACHE=1).
 
 | step | seconds |
 |---|---|
-| cold build of {cost.before} (build stage: kernel, test modules, agent; ccache empty) | {cost.cold:.0f} |
+| cold build of {cost.before} (build stage: kernel, test modules, agent) | {cost.cold:.0f} |
 | {cost.after}: extract and compare with the old tree | {cost.extract:.1f} |
 | {cost.after}: the build stage again ({cost.compiled} objects compiled) | {cost.build:.1f} |
 | moving the pin, in all | **{cost.moved:.1f}** |
