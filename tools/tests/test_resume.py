@@ -10,6 +10,8 @@ import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -128,16 +130,10 @@ def test_the_report_says_which_cells_were_resumed(tmp_path, taintport):
 
 # 9. a stop while fetching writes no cell
 
-@pytest.fixture
-def sigterm_ends_the_run():
-    """SIGTERM handled as `taintport matrix` handles it; the stop undone afterwards."""
-    old = signal.signal(signal.SIGTERM, cli.on_sigterm)
-    yield
-    signal.signal(signal.SIGTERM, old)
-    STOPPING.clear()
-
-
-def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_ends_the_run):
+def stop_mid_fetch(tmp_path: Path) -> None:
+    """The run stopped by SIGTERM while it extracts, in a process of its own:
+    SIGTERM handled as `taintport matrix` handles it."""
+    signal.signal(signal.SIGTERM, cli.on_sigterm)
     deb = make_deb(tmp_path, "9.9.1-1", "good")
     publish(tmp_path / "archive", [deb])
     small = version(tmp_path / "archive", "9.9.1-1", sha(deb))
@@ -151,7 +147,7 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
         STOPPING.wait(30)  # the main thread ends every child, as on a real stop
         return extract(*args, **kwargs)
 
-    monkeypatch.setattr(fetch, "extract", stopped_mid_fetch)
+    fetch.extract = stopped_mid_fetch
     out = tmp_path / "run"
     runner = matrix.Runner(Cache(tmp_path / "cache"), out, quilt_dir=quilt)
     built = list(variants.table().from_tree())  # a version of our own has no binary to boot
@@ -165,6 +161,19 @@ def test_sigterm_while_fetching_writes_no_cell(tmp_path, monkeypatch, sigterm_en
     resumed.folder.read_earlier()
     _, done, todo = resumed.plan(small, built)
     assert not done and [t.variant for t in todo] == built
+
+
+def test_sigterm_while_fetching_writes_no_cell(tmp_path):
+    # Only a process's main thread may set a signal handler, and pytest-xdist
+    # 3.1 (execnet 1.9) runs a test in another thread when the worker's main
+    # thread is not yet waiting for it (CI met it): the run is a fresh
+    # interpreter's, as a stopped `taintport matrix` is.
+    here = Path(__file__).parent
+    child = ("import sys; sys.path[:0] = sys.argv[1:3]; import test_resume; "
+             "test_resume.stop_mid_fetch(__import__('pathlib').Path(sys.argv[3]))")
+    proc = subprocess.run([sys.executable, "-c", child, str(here.parent / "lib"), str(here),
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_variants_with_the_same_inputs_never_share_a_stored_cell():
