@@ -28,6 +28,7 @@ import pytest
 
 from taintport.errors import InputError
 from taintport.judge import ktap, verdict
+from taintport.judge import selftests as selftests_judge
 from taintport.judge.verdict import FixState, Status
 from taintport.results import compare, folder, render, report
 from taintport.results.cells import Matrix, Timings
@@ -150,14 +151,15 @@ def test_kcidb_one_checkout_per_version_one_build_per_cell(bookworm):
         "taintport:bookworm-6.1:upstream", "taintport:bookworm-6.1:shipped",
         "taintport:bookworm-6.1:reverted", "taintport:bookworm-6.1:backported",
         "taintport:bookworm-6.1:patched"]
-    # a verdict per cell and a test per check: 79 in the guest (the shipped
-    # cell's 9 skips too), and the host's check of shipped (agrees with
-    # upstream), backported and patched (byte-identical sources)
-    assert len(doc["tests"]) == 5 + 79 + 80 + 79 + 80 + 80
+    # a verdict per cell and a test per check: 109 from the agent's and the
+    # selftests' boots (the shipped cell's 10 skips too), and the host's check
+    # of shipped (agrees with upstream), backported and patched (byte-identical
+    # sources)
+    assert len(doc["tests"]) == 5 + 109 + 110 + 109 + 110 + 110
     build = doc["builds"][0]
     assert build["architecture"] == "x86_64"
     assert build["compiler"] == bookworm.tools["gcc"]
-    assert build["config_name"] == "tinyconfig+base+livepatch"
+    assert build["config_name"] == "tinyconfig+base+livepatch+selftests+bookworm-6.1"
     assert build["valid"] is True
     assert build["log_url"] == f"{BASE}/bookworm-6.1/upstream/build.log"
     assert build["duration"] == cell(bookworm, "upstream").timings.build
@@ -173,7 +175,7 @@ def test_kcidb_patchset_is_the_versions_series(bookworm):
     listing = "".join(d + "\n" for d in series.values())
     assert checkout["patchset_hash"] == hashlib.sha256(listing.encode()).hexdigest()
     assert checkout["valid"] is True
-    assert checkout["comment"] == "linux-source-6.1 6.1.176-1"
+    assert checkout["comment"] == "linux-source-6.1 6.1.192-3"
 
 
 def test_kcidb_checkout_is_valid_when_every_tree_was_patched(bookworm):
@@ -195,14 +197,18 @@ def test_kcidb_statuses_keep_kernel_wrong_apart_from_run_wrong(trixie):
     assert tests[unexpected]["status"] == "FAIL"
     failing = sorted(t["path"] for i, t in tests.items()
                      if i.startswith(unexpected + ":") and t["status"] == "FAIL")
+    # the kernel's own trace-event sample is the second witness of the same bug
     assert failing == ["taintport.backported_sources_identical_to_patched",
+                       "taintport.sample.trace_events.unsigned_events_present",
                        "taintport.unsigned.event_fires", "taintport.unsigned.events_present",
                        "taintport.unsigned.log_no_bad_taint"]
     broke = "taintport:trixie-6.12:reverted"
     assert tests[broke]["status"] == "ERROR"
     assert "kernel panic" in tests[broke]["log_excerpt"]
-    statuses = [t["status"] for i, t in tests.items() if i.startswith(broke + ":")]
-    assert statuses == ["MISS"] * 79, "the panic came before the first result"
+    statuses = {t["path"]: t["status"] for i, t in tests.items() if i.startswith(broke + ":")}
+    # the selftests are not run after an agent that gave no verdict: a declared skip
+    assert statuses.pop("taintport.selftests.livepatch.all") == "SKIP"
+    assert list(statuses.values()) == ["MISS"] * 100, "the panic came before the first result"
     assert tests["taintport:trixie-6.12:upstream"]["status"] == "PASS"
     fires = tests[unexpected + ":unsigned.event_fires"]
     assert fires["misc"] == {"expected": "ok", "observed": "not ok", "accelerator": "tcg"}
@@ -278,22 +284,24 @@ def test_junit_one_suite_per_cell_one_case_per_check(trixie):
     assert (upstream.get("failures"), upstream.get("errors")) == ("0", "0")
     props = {p.get("name"): p.get("value") for p in upstream.iter("property")}
     assert props["timing.boot"] == f"{cell(trixie, 'upstream').timings.boot:.2f}"
-    assert props["kernel_release"] == "6.12.117"
+    assert props["kernel_release"] == "6.12.118"
 
     unexpected = suites["trixie-6.12.backported"]
-    assert len(unexpected.findall("testcase")) == 81, "79 guest checks, the host's, the verdict"
-    assert unexpected.get("failures") == "5"  # three guest checks, the host's, the verdict
+    assert len(unexpected.findall("testcase")) == 112, "110 guest checks, the host's, the verdict"
+    # three of the agent's checks, the sample's, the host's, the verdict
+    assert unexpected.get("failures") == "6"
     failure = unexpected.find("testcase[@name='unsigned.events_present']/failure")
     assert failure.get("message") == "expected ok, observed not ok"
     assert "does not exist" in failure.text
 
     broke = suites["trixie-6.12.reverted"]
-    assert broke.get("errors") == "80" and broke.get("failures") == "0"
+    assert broke.get("errors") == "101" and broke.get("failures") == "0"
+    assert broke.get("skipped") == "1"  # the selftests, not run after the panic
     error = broke.find("testcase[@name='verdict']/error")
     assert error.get("type") == "ERROR" and "kernel panic" in error.get("message")
     missing = broke.find("testcase[@name='forced.unloads']/error")
     assert missing.get("type") == "MISS" and "not reported" in missing.get("message")
-    assert root.get("tests") == "241" and root.get("failures") == "5"
+    assert root.get("tests") == "325" and root.get("failures") == "6"
 
 
 def test_junit_survives_control_characters_in_console_text(trixie):
@@ -311,17 +319,18 @@ def test_junit_survives_control_characters_in_console_text(trixie):
 
 def test_summary_counts_like_lkft(bookworm, trixie):
     reverted = cell(bookworm, "reverted")
-    # the reverted tree fails both fixes' 16 expected failures
-    assert summary.counts([reverted]) == summary.Counts(total=79, passed=63, failed=0,
-                                                        errors=0, xfail=16)
+    # the reverted tree fails the 20 expected failures of the three fixes' bugs
+    assert summary.counts([reverted]) == summary.Counts(total=109, passed=89, failed=0,
+                                                        errors=0, xfail=20)
     # the known bug's 3 expected failures (the livepatch fix bookworm lacks)
     assert summary.counts([cell(bookworm, "upstream")]) == summary.Counts(
-        total=79, passed=76, failed=0, errors=0, xfail=3)
+        total=109, passed=106, failed=0, errors=0, xfail=3)
+    # the panicked cell's selftests: a declared skip, not run after it
     assert summary.counts(trixie.cells) == summary.Counts(
-        total=238, passed=155, failed=4, errors=79, xfail=0)
-    # Debian's binary cannot load a module signed with our key: 9 declared skips
+        total=322, passed=216, failed=5, errors=100, skipped=1, xfail=0)
+    # Debian's binary cannot load a module signed with our key: 10 declared skips
     assert summary.counts([cell(bookworm, "shipped")]) == summary.Counts(
-        total=80, passed=68, failed=0, errors=0, skipped=9, xfail=3)
+        total=110, passed=97, failed=0, errors=0, skipped=10, xfail=3)
 
 
 @pytest.mark.parametrize("results", [BOOKWORM, TRIXIE], ids=lambda f: f.name)
@@ -350,8 +359,8 @@ def test_summary_puts_unexpected_and_error_first(trixie):
     assert attention.index("backported: UNEXPECTED") < attention.index("reverted: ERROR")
     assert "unsigned.events_present: expected ok, observed not ok" in attention
     assert "Kernel panic - not syncing" in attention
-    assert "* total: 238, pass: 155, fail: 4, error: 79, skip: 0, xfail: 0" in text
-    assert "trixie-6.12  6.12.117-1  3/3 variants" in text
+    assert "* total: 322, pass: 216, fail: 5, error: 100, skip: 1, xfail: 0" in text
+    assert "trixie-6.12  trixie-security 6.12.118-1  3/3 variants" in text
     assert "exit 2 (the run itself broke)" in text.splitlines()[0]
 
 
@@ -483,18 +492,19 @@ class FixTable(HTMLParser):
 
 
 def test_html_fix_table_is_green_only_where_the_checks_passed(trixie, bookworm):
-    """trixie's backported cell carries both fixes but is unexpected
+    """trixie's backported cell carries every fix but is unexpected
     (unsigned.events_present not ok): its unsigned column is no green
-    "carried"; its livepatch column, whose checks passed, is. The reverted
+    "carried"; its test and livepatch columns, whose checks passed, are. The reverted
     cell broke: neither state is shown. The table's text is padded."""
     states = FixTable(htmlpage.render(trixie, TRIXIE, folder.read_log)).states
     assert states[("unsigned", "backported")] == ("fix-contradicted",
-                                                  "carried, but 3 of its checks failed")
+                                                  "carried, but 4 of its checks failed")
     assert states[("livepatch", "backported")] == ("fix-carried", "carried")
+    assert states[("test", "backported")] == ("fix-carried", "carried")
     assert states[("unsigned", "upstream")] == ("fix-present", "present")
     assert states[("unsigned", "reverted")] == ("fix-unknown", "reconstructed, not shown")
     assert re.search(r"trixie-6.12\s+unsigned\s+present\s+reconstructed, not shown\s+"
-                     r"carried, but 3 of its checks failed\n", summary.render(trixie))
+                     r"carried, but 4 of its checks failed\n", summary.render(trixie))
     # what a run that broke afterwards observed is not trusted, even all ok
     broke = dataclasses.replace(cell(trixie, "upstream"), status=Status.ERROR,
                                 errors=["no end marker: the KTAP output was cut short"])
@@ -503,7 +513,8 @@ def test_html_fix_table_is_green_only_where_the_checks_passed(trixie, bookworm):
     green = {k for k, (cls, _) in FixTable(htmlpage.render(
         bookworm, BOOKWORM, folder.read_log)).states.items() if cls in ("fix-carried",
                                                                          "fix-present")}
-    assert len(green) == 6, "bookworm: every fixed tree showed its fix"
+    # unsigned and test where the tree has them (4 each), livepatch where it is carried (2)
+    assert len(green) == 10, "bookworm: every fixed tree showed its fix"
     padding = re.search(r"\.grid\.fixes th, \.grid\.fixes td \{ padding: (\d+)px", htmlpage.CSS)
     assert padding and int(padding.group(1)) > 0
 
@@ -660,19 +671,21 @@ def test_a_known_bug_is_seen_first_everywhere_and_exits_0(bookworm):
     assert cell(doc, "upstream").status is Status.KNOWN_BUG
     assert cell(doc, "shipped").status is Status.KNOWN_BUG
     assert [c.fixes for c in doc.cells] == [
-        {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING},
-        {"unsigned": FixState.PRESENT, "livepatch": FixState.MISSING},
-        {"unsigned": FixState.RECONSTRUCTED, "livepatch": FixState.MISSING},
-        {"unsigned": FixState.CARRIED, "livepatch": FixState.CARRIED},
-        {"unsigned": FixState.PRESENT, "livepatch": FixState.CARRIED}]
+        {"unsigned": FixState.PRESENT, "test": FixState.PRESENT, "livepatch": FixState.MISSING},
+        {"unsigned": FixState.PRESENT, "test": FixState.PRESENT, "livepatch": FixState.MISSING},
+        {"unsigned": FixState.RECONSTRUCTED, "test": FixState.RECONSTRUCTED,
+         "livepatch": FixState.MISSING},
+        {"unsigned": FixState.CARRIED, "test": FixState.CARRIED, "livepatch": FixState.CARRIED},
+        {"unsigned": FixState.PRESENT, "test": FixState.PRESENT, "livepatch": FixState.CARRIED}]
     text = summary.render(doc)
-    assert ("## Known bugs of the kernels as shipped\n\n* bookworm-6.1 upstream (as shipped): "
+    assert ("## Known bugs of the kernels as shipped\n\n* bookworm-6.1 upstream (as shipped in "
+            "bookworm-security 6.1.192-3): "
             "livepatch module tainted K, its trace events missing (e7bb66f79a7b, v6.3")  in text
     assert re.search(r"fix\s+upstream\s+shipped\s+reverted\s+backported\s+patched\n", text)
     assert re.search(r"bookworm-6.1\s+livepatch\s+missing\s+missing\s+missing\s+carried\s+"
                      r"carried\n", text)
-    assert "* bookworm-6.1 shipped (the distribution's binary, linux-image-6.1.0-50-amd64 " \
-        "6.1.176-1): livepatch module tainted K" in text
+    assert "* bookworm-6.1 shipped (the distribution's binary, linux-image-6.1.0-57-amd64 " \
+        "6.1.192-3 from bookworm-security): livepatch module tainted K" in text
     assert "## Unexpected and error cells\n\nnone\n" in text
     assert "known bug as shipped: livepatch fix missing" in text
     assert doc.exit_code == 0
@@ -714,8 +727,8 @@ def test_a_known_bug_is_a_fail_linked_to_its_issue_in_kcidb(bookworm):
     assert issue["report_url"] == ("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/"
                                    f"linux.git/commit/?id={commit}")
     assert issue["test_status"] == "FAIL"
-    assert "livepatch module tainted K" in issue["comment"] and "6.1.176-1" in issue["comment"]
-    assert issue["misc"]["uploads"] == ["6.1.176-1"]
+    assert "livepatch module tainted K" in issue["comment"] and "6.1.192-3" in issue["comment"]
+    assert issue["misc"]["uploads"] == ["bookworm-security 6.1.192-3"]
     assert issue["misc"]["cells"] == ["upstream", "shipped"]
     tests = {t["id"]: t for t in view["tests"]}
     failing = sorted(i for i, t in tests.items() if t["status"] == "FAIL")
@@ -742,14 +755,15 @@ def test_a_known_bugs_issue_names_the_releases_whose_users_have_it(bookworm):
         c.inputs.release, c.inputs.suite = "bookworm", "bookworm-security"
     issue, = kcidb.report(doc, WHERE)["issues"]
     assert issue["comment"].endswith("livepatch module tainted K, its trace events missing; "
-                                     "the users of bookworm (bookworm-security 6.1.176-1) "
+                                     "the users of bookworm (bookworm-security 6.1.192-3) "
                                      "have it")
-    assert issue["misc"]["users"] == {"bookworm": ["bookworm-security 6.1.176-1"]}
+    assert issue["misc"]["users"] == {"bookworm": ["bookworm-security 6.1.192-3"]}
 
 
 def test_a_later_run_gives_a_known_bugs_issue_a_higher_version(bookworm):
     later = copy.deepcopy(bookworm)
-    later.started = "2026-12-05T04:11:44Z"
+    started = datetime.datetime.fromisoformat(bookworm.started.replace("Z", "+00:00"))
+    later.started = (started + datetime.timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     version = kcidb.report(bookworm, WHERE)["issues"][0]["version"]
     assert kcidb.report(later, WHERE)["issues"][0]["version"] == version + 86400
     for started in (None, "yesterday"):
@@ -781,9 +795,10 @@ def test_a_known_bug_is_not_passed_in_junit_and_fails_nothing(bookworm):
 
 
 def test_each_missing_fix_has_its_issue_and_links_only_its_checks(bookworm):
-    """A tree as shipped that lacks two fixes (bookworm's upstream with the
-    unsigned fix missing too, its checks as the reverted tree showed them):
-    two issues, and each check linked to the fix whose xfail names it."""
+    """A tree as shipped that lacks every fix (bookworm's upstream with the
+    unsigned and test fixes missing too, its checks as the reverted tree
+    showed them): an issue per fix, and each check linked to the fix whose
+    xfail names it, or whose check the kernel's own sample witnesses."""
     two = copy.deepcopy(cell(bookworm, "upstream"))
     two.fixes = {fix: FixState.MISSING for fix in two.fixes}
     two.checks = copy.deepcopy(cell(bookworm, "reverted").checks)
@@ -797,7 +812,9 @@ def test_each_missing_fix_has_its_issue_and_links_only_its_checks(bookworm):
     xfail = verdict.load(tuple(two.fixes)).xfail
     for fix, tests in by_fix.items():
         assert tests[0] == "upstream", "the verdict test shows every missing fix"
-        assert set(tests[1:]) == xfail[fix], fix
+        witnessed = {w for w, agent in selftests_judge.WITNESSES.items() if agent in xfail[fix]}
+        assert set(tests[1:]) == xfail[fix] | witnessed, fix
+        assert witnessed <= set(tests), "the sample's witness goes to its own fix only"
 
 
 def test_compare_known_bug_to_as_expected_is_a_change_not_a_fix(bookworm):

@@ -248,9 +248,9 @@ def test_a_booted_line_only_from_a_results_run_and_naming_it(tmp_path):
                              "--results", str(RESULTS / "bookworm-6.1"))
     below = " ".join(mail.read_text().split("\n---\n", 1)[1].split())
     assert ("Booted with the bug seen (livepatch module tainted K, its trace events missing) "
-            "in the taintport run started 2026-12-04T04:11:44Z, results folder bookworm-6.1: "
-            "Debian bookworm's linux-source-6.1 6.1.176-1, the tree as the distribution ships "
-            "it, built by us; Debian bookworm's linux-image-6.1.0-50-amd64 6.1.176-1") in below
+            "in the taintport run started 2026-12-07T13:29:00Z, results folder bookworm-6.1: "
+            "Debian bookworm's linux-source-6.1 6.1.192-3, the tree as the distribution ships "
+            "it, built by us; Debian bookworm's linux-image-6.1.0-57-amd64 6.1.192-3") in below
     _, _, (mail,) = mail_for(tmp_path / "510", "5.10", None, "--signoff", SENDER,
                              "--results", str(RESULTS / "bookworm-6.1"))
     assert "Booted" not in mail.read_text()

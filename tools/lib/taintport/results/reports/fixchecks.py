@@ -2,7 +2,8 @@
 """Which checks of a cell speak for which fix of the family, and what they showed.
 
 A fix's checks are the tests a tree without it fails: its xfail list in
-test-matrix/fixes/<fix>.toml. A cell's fix state (present, carried, missing,
+test-matrix/fixes/<fix>.toml, and the kernel's own trace-event sample's test
+that witnesses one of them (judge/selftests.py's WITNESSES). A cell's fix state (present, carried, missing,
 reconstructed) says what its tree was made to hold; only those checks say
 whether the kernel behaved so. A report shows a state as proven only when
 they did.
@@ -11,7 +12,7 @@ import enum
 import functools
 
 from taintport import family
-from taintport.judge import verdict
+from taintport.judge import selftests, verdict
 from taintport.judge.verdict import Check, Status
 from taintport.results.cells import Cell
 
@@ -22,10 +23,17 @@ def xfail() -> dict[str, frozenset[str]]:
     return verdict.load(family.NAMES).xfail
 
 
+@functools.cache
+def tests_of(fix: str) -> frozenset[str]:
+    """The tests that speak for fix: its xfail list, and the sample's witness
+    of any of them (the same bug seen in a module nobody here wrote)."""
+    tests = xfail().get(fix, frozenset())
+    return tests | {w for w, agent in selftests.WITNESSES.items() if agent in tests}
+
+
 def checks_of(cell: Cell, fix: str) -> list[Check]:
     """The cell's checks that speak for fix."""
-    tests = xfail().get(fix, frozenset())
-    return [check for check in cell.checks if check.name in tests]
+    return [check for check in cell.checks if check.name in tests_of(fix)]
 
 
 class Shown(str, enum.Enum):

@@ -4,7 +4,8 @@
 A cell is known-bug when the tree as the distribution ships it lacks a fix of
 the family and every check came out as its expectations say. The checks that
 show the bug are its expected failures: each belongs to the missing fixes
-whose xfail list (test-matrix/fixes/<fix>.toml) names it. A CI view must not
+whose xfail list (test-matrix/fixes/<fix>.toml) names it or the agent's test it
+witnesses (the kernel's own trace-event sample: fixchecks.tests_of). A CI view must not
 show them as passed (KCIDB: FAIL linked to an issue; JUnit: skipped with the
 reason), while the run's exit code stays 0: the run showed what it set out to.
 Fix names, commits and bugs come from the family's data, never from here.
@@ -27,7 +28,7 @@ def fixes_shown(cell: Cell, check: Check) -> tuple[str, ...]:
     if cell.status is not Status.KNOWN_BUG or check.expected or not check.matches:
         return ()
     missing = cell.missing_fixes()
-    owners = tuple(fix for fix in missing if check.name in fixchecks.xfail().get(fix, ()))
+    owners = tuple(fix for fix in missing if check.name in fixchecks.tests_of(fix))
     # the guest data changed since the run: the check still shows a missing fix
     return owners or tuple(missing)
 
