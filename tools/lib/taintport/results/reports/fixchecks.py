@@ -3,10 +3,10 @@
 
 A fix's checks are the tests a tree without it fails: its xfail list in
 test-matrix/fixes/<fix>.toml, and the kernel's own trace-event sample's test
-that witnesses one of them (judge/selftests.py's WITNESSES). A cell's fix state (present, carried, missing,
-reconstructed) says what its tree was made to hold; only those checks say
-whether the kernel behaved so. A report shows a state as proven only when
-they did.
+that witnesses one of them (judge/selftests.py's WITNESSES). A cell's fix
+state (present, carried, missing, reconstructed) says what its tree was made
+to hold; only those checks say whether the kernel behaved so. A report shows
+a state as proven only when they did.
 """
 import enum
 import functools

@@ -4,10 +4,11 @@
 A cell is known-bug when the tree as the distribution ships it lacks a fix of
 the family and every check came out as its expectations say. The checks that
 show the bug are its expected failures: each belongs to the missing fixes
-whose xfail list (test-matrix/fixes/<fix>.toml) names it or the agent's test it
-witnesses (the kernel's own trace-event sample: fixchecks.tests_of). A CI view must not
-show them as passed (KCIDB: FAIL linked to an issue; JUnit: skipped with the
-reason), while the run's exit code stays 0: the run showed what it set out to.
+whose xfail list (test-matrix/fixes/<fix>.toml) names it, or the agent's test
+it witnesses (the kernel's own trace-event sample: fixchecks.tests_of). A CI
+view must not show them as passed (KCIDB: FAIL linked to an issue; JUnit:
+skipped with the reason), while the run's exit code stays 0: the run showed
+what it set out to.
 Fix names, commits and bugs come from the family's data, never from here.
 """
 from dataclasses import dataclass, field
