@@ -171,7 +171,12 @@ def kernel_tree(root, suffix):
 
 
 def test_inspect_exit_codes(tmp_path):
-    """1 when a fix the tree can have is not there, 0 when none, 2 on bad input."""
+    """1 when a fix the tree can have is not there, 0 when none, 2 on bad input
+    (refused before any work: the cache, where spatch's answers go, not made)."""
+    not_a_tree = tmp_path / "photos"
+    not_a_tree.mkdir()
+    refused(taintport(tmp_path, "inspect", "--tree", not_a_tree), tmp_path,
+            f"{not_a_tree}: not a kernel source tree (no Makefile and kernel/)")
     missing = taintport(tmp_path, "inspect", "--tree", kernel_tree(tmp_path / "old", ".c"))
     assert missing.returncode == 1, missing.stdout + missing.stderr
     assert re.search(r"^unsigned: +missing", missing.stdout, re.M)
@@ -179,10 +184,6 @@ def test_inspect_exit_codes(tmp_path):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert re.search(r"^unsigned: +present", fixed.stdout, re.M)
     assert re.search(r"^livepatch: +not applicable", fixed.stdout, re.M)
-    not_a_tree = tmp_path / "photos"
-    not_a_tree.mkdir()
-    refused(taintport(tmp_path, "inspect", "--tree", not_a_tree), tmp_path,
-            f"{not_a_tree}: not a kernel source tree (no Makefile and kernel/)")
 
 
 def test_version_names_the_tool_and_its_commit(tmp_path):

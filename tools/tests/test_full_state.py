@@ -74,7 +74,8 @@ def test_full_state_applies_without_fuzz_and_leaves_no_trace_of_the_fixes(name, 
 def test_layer_on_the_full_state_gives_the_tree_as_shipped_back(name, tmp_path):
     version = versions.select([name])[0]
     with held_tree(name) as (cache, tree):
-        full = regen.from_full_state(tree, series.load(name), version, tmp_path / "log")
+        full = regen.from_full_state(tree, series.load(name), version, tmp_path / "log",
+                                     cache)
     print(f"{name}: layer {full.seconds:.1f}s; {full.summary}")
     assert full.summary.startswith(UNSIGNED_CARRIED)
     if "livepatch" in version.ships:
@@ -106,7 +107,7 @@ def test_a_piece_the_layer_does_not_regenerate_fails_naming_its_file(piece, tmp_
     version = versions.select([name])[0]
     with held_tree(name) as (cache, tree):
         with pytest.raises(InputError) as err:
-            regen.from_full_state(tree, series.load(name), version, tmp_path / "log")
+            regen.from_full_state(tree, series.load(name), version, tmp_path / "log", cache)
     message = str(err.value)
     assert "is not byte-identical to the tree as shipped in" in message
     assert message.rsplit(" in ", 1)[1].split(", ") == [PIECE_FILE[piece]]
@@ -127,7 +128,8 @@ def test_a_full_state_that_leaves_a_fix_in_place_is_refused(tmp_path):
     with held_tree(name) as (cache, tree):
         with pytest.raises(InputError, match=r"nothing to do for unsigned, test on the full "
                                              r"pre-fix state"):
-            regen.from_full_state(tree, series.load(name, quilt), version, tmp_path / "log")
+            regen.from_full_state(tree, series.load(name, quilt), version,
+                                  tmp_path / "log", cache)
 
 
 def _comment_hunk(name):

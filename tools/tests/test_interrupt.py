@@ -3,13 +3,15 @@
 
 `apply --tree` and `apply --export` are run as a user runs them, and killed
 with SIGKILL by strace at their own system calls (`-e inject=<call>:signal=
-SIGKILL:when=N`: the process dies as it enters the Nth such call, with no
-hook in taintport), at every rename, link, mkdir and unlink they make and
-while they wait for spatch and quilt. After each kill the tree must be
-exactly as before, exactly as a whole run leaves it, or mid-change with the
-journal that says how to undo it (every file then the old or the new one,
-never a part); the next run must roll back what is left and end exactly as
-a whole run does. A small tmpfs filled up (ENOSPC), an ext4 image with an
+SIGKILL:when=N`: the process dies as it enters the Nth such call, with no hook
+in taintport), at every rename, link, mkdir and unlink they make and while
+they wait for quilt (and for spatch, when it runs: the whole run first leaves
+its answers in the cache, layer/spatch_cache.py, so the killed runs ask none;
+test_journal_trust kills a run while spatch runs). After each kill the tree
+must be exactly as before, exactly as a whole run leaves it, or mid-change
+with the journal that says how to undo it (every file then the old or the new
+one, never a part); the next run must roll back what is left and end exactly
+as a whole run does. A small tmpfs filled up (ENOSPC), an ext4 image with an
 immutable file (chattr +i: EPERM), a read-only folder (EROFS): exit 2, a
 message naming the cause, and the tree or folder as it was, checksums
 compared. The cache tree's variant switch is killed the same way: its marker
@@ -57,8 +59,9 @@ def _run(args, kill=None):
 def _kill_points(args, folder):
     """Every point of a whole run where a kill can change what folder holds:
     each KILLED_AT call whose arguments name something in it (strace -y
-    names an fsync's file), the first and the last wait for spatch or quilt
-    (nothing is written yet), and no kill at all past the last rename."""
+    names an fsync's file), the first and the last wait for a child (quilt;
+    spatch where its answer is not kept yet: nothing is written yet), and no
+    kill at all past the last rename."""
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
         proc = subprocess.run(["strace", "-y", "-o", out.name, "-e",
                                f"trace={','.join(KILLED_AT)}", *TAINTPORT, *map(str, args)],

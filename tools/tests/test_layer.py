@@ -19,6 +19,7 @@ import pytest
 from conftest import fake_command
 
 from taintport import REPO
+from taintport.cache import Cache
 from taintport.layer import engine, fixes, spatch
 from taintport.layer.model import FixCondition, LayerError, Outcome, Piece, PieceState
 
@@ -477,9 +478,10 @@ def test_the_matrix_refuses_a_descriptor_that_disagrees_with_its_tree(tmp_path):
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint-test.c",
                                 SIX_ONE)
     bookworm = versions.select(["bookworm-6.1"])[0]
-    check_ships(bookworm, tree)  # ships every fix but livepatch: agrees
+    cache = Cache(tmp_path / "cache")
+    check_ships(bookworm, tree, cache)  # ships every fix but livepatch: agrees
     with pytest.raises(InputError) as caught:
-        check_ships(replace(bookworm, ships=(*bookworm.ships, "livepatch")), tree)
+        check_ships(replace(bookworm, ships=(*bookworm.ships, "livepatch")), tree, cache)
     assert "bookworm-6.1.toml: ships says fix 'livepatch' is in bookworm-6.1" in str(caught.value)
     assert "livepatch missing at kernel/tracepoint.c:4" in str(caught.value)
     assert "the layer finds it missing in the fetched tree" in str(caught.value)
@@ -496,7 +498,7 @@ def test_the_guest_datas_not_applicable_is_the_layers_judgement_of_the_tree(tmp_
     expect = verdict.load(fixes.NAMES)
     tree = _tree_with_livepatch(tmp_path / "tree", ".res", "livepatch_has-bad-taint.c")
     bullseye = versions.select(["bullseye-5.10"])[0]
-    judged = check_ships(bullseye, tree)
+    judged = check_ships(bullseye, tree, Cache(tmp_path / "cache"))
     assert set(judged) == {"test"} and "no TAINT_TEST" in judged["test"]
     expect.check_applicable(bullseye.name, judged)
     with pytest.raises(InputError, match=re.escape(

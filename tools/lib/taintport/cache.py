@@ -95,6 +95,10 @@ class Cache:
         run's): swept of a killed run's by the next."""
         return self.root / "scratch"
 
+    def spatch_answers(self) -> Path:
+        """spatch's clean answers, kept by what they depend on (layer/spatch_cache)."""
+        return self.root / "spatch"
+
     @contextmanager
     def folder_locked(self, folder: Path) -> Iterator[None]:
         """Hold a user's folder (a tree, an export folder) for one run, named by

@@ -49,7 +49,7 @@ def run_regen(req: RegenRequest, cache: Cache) -> int:
             log = cache.root / "logs" / f"regen-{version.name}.log"
             tree = fetch.fetch(cache, version,
                                cache.root / "logs" / f"fetch-{version.name}.log").tree
-            done = regen.regen(tree, version, req.quilt_dir, log, check=req.check)
+            done = regen.regen(tree, version, req.quilt_dir, log, cache, check=req.check)
         state = ("stale" if req.check else "rewritten") if done.changed else "up to date"
         print(f"{version.name}: {len(done.paths)} generated patches {state} "
               f"(layer {done.seconds:.1f}s; as shipped: {done.upstream})")
@@ -88,7 +88,7 @@ def run_inspect(req: InspectRequest, cache: Cache) -> int:
     """Each fix, then its pieces; exit 1 when a fix the tree can have is not
     there (a script's "is a fix missing?"), as `versions --outdated` does."""
     rows = []
-    found = engine.inspect(req.tree, fixes.FIXES, req.params)
+    found = engine.inspect(req.tree, fixes.FIXES, req.params, cache)
     for state in found:
         fix = state.fix
         rows.append((f"{fix.name}:", state.condition.value, f"{fix.commit[:12]} ({fix.release})",

@@ -55,10 +55,11 @@ def _from_verdicts(spec: PieceSpec, rel: str, verdicts: Sequence[spatch.Verdict]
 
 
 def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params: Params,
-            patch: bool) -> tuple[Piece, frozenset[str], Path | None]:
+            answers: Path, patch: bool) -> tuple[Piece, frozenset[str], Path | None]:
     """(the piece as judged, the rules that fired, spatch's output) on the
     tree at root (files already checked); with patch, spatch also carries a
-    missing piece in the same run, into the output file."""
+    missing piece in the same run, into the output file. answers: the
+    cache's folder of spatch's answers (spatch_cache)."""
     candidates = spec.candidates(version)
     existing = [rel for rel in candidates if (root / rel).is_file()]
     for rel in existing:
@@ -80,7 +81,7 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
         for rel in existing:
             out = (root / rel).with_name(f"{Path(rel).name}.spatch-out") if patch else None
             said = spatch.run(spec.cocci, [rel], root, {**params, **dict(spec.defines)},
-                              spec.name, out=out)
+                              spec.name, answers, out=out)
             if said.verdicts:
                 return _from_verdicts(spec, rel, said.verdicts), said.fired, out
     own = candidates[0] if version is not None or not existing else existing[0]
@@ -90,14 +91,14 @@ def _judged(spec: PieceSpec, root: Path, version: tuple[int, int] | None, params
 
 
 def judge(spec: PieceSpec, root: Path, version: tuple[int, int] | None,
-          params: Params) -> Piece:
+          params: Params, answers: Path) -> Piece:
     """The state of one piece in the tree at root (files already checked)."""
-    return _judged(spec, root, version, params, patch=False)[0]
+    return _judged(spec, root, version, params, answers, patch=False)[0]
 
 
 def _judge_all(specs: Sequence[PieceSpec], root: Path, version: tuple[int, int] | None,
-               params: Params) -> tuple[Piece, ...]:
-    return tuple(_each(lambda spec: judge(spec, root, version, params), specs))
+               params: Params, answers: Path) -> tuple[Piece, ...]:
+    return tuple(_each(lambda spec: judge(spec, root, version, params, answers), specs))
 
 
 def _own_params(fix: Fix, params: Params) -> dict[str, str]:
@@ -126,16 +127,18 @@ def _check_root(tree: Path) -> Path:
     return root
 
 
-def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None
-            ) -> list[FixInspection]:
-    """Every fix, each piece with its file:line and state in tree (only read)."""
+def inspect(tree: Path, fixes: Sequence[Fix], params: Params | None = None,
+            cache: Cache | None = None) -> list[FixInspection]:
+    """Every fix, each piece with its file:line and state in tree (only read);
+    spatch's answers kept in the cache (by default the user's)."""
     root = _check_root(tree)
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
     # every fix's pieces in one pool: a fix of one piece does not wait for the next
     jobs = [(spec, _own_params(fix, values)) for fix in fixes for spec in fix.pieces]
-    judged = iter(_each(lambda job: judge(job[0], root, version, job[1]), jobs))
+    answers = (cache or Cache()).spatch_answers()
+    judged = iter(_each(lambda job: judge(job[0], root, version, job[1], answers), jobs))
     return [FixInspection(fix, tuple(next(judged) for _ in fix.pieces), fix.applies(texts.get))
             for fix in fixes]
 
@@ -152,11 +155,11 @@ def _refuse_unknown(spec: PieceSpec, piece: Piece) -> None:
 
 
 def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None,
-                 params: Params) -> tuple[Piece, str]:
+                 params: Params, answers: Path) -> tuple[Piece, str]:
     """One piece judged and, when missing, carried onto its file in scratch,
     in one spatch run; returns the piece as it was judged and the
     adaptation note of its re-layout ("" when laid out as upstream's)."""
-    piece, fired, out = _judged(spec, scratch, version, params, patch=True)
+    piece, fired, out = _judged(spec, scratch, version, params, answers, patch=True)
     try:
         if piece.state is not PieceState.MISSING:
             return piece, ""
@@ -185,7 +188,7 @@ def _carry_piece(spec: PieceSpec, scratch: Path, version: tuple[int, int] | None
 
 
 def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
-               params: Params) -> tuple[tuple[Piece, ...], tuple[str, ...]]:
+               params: Params, answers: Path) -> tuple[tuple[Piece, ...], tuple[str, ...]]:
     """Every piece of fix judged and, when missing, carried onto scratch;
     then every piece carried judged present. Returns the pieces as they were judged
     and the adaptation notes; LayerError on anything else."""
@@ -197,7 +200,7 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
 
     def carry_group(indices: list[int]) -> None:
         for i in indices:
-            done[i] = _carry_piece(fix.pieces[i], scratch, version, params)
+            done[i] = _carry_piece(fix.pieces[i], scratch, version, params, answers)
     _each(carry_group, groups.values())
     carried = [done[i] for i in range(len(fix.pieces))]
     pieces = tuple(piece for piece, _ in carried)
@@ -208,7 +211,7 @@ def _carry_fix(fix: Fix, scratch: Path, version: tuple[int, int] | None,
     again = [spec for spec, piece in zip(fix.pieces, pieces)
              if piece.state is PieceState.MISSING]
     if again:
-        for after in _judge_all(again, scratch, version, params):
+        for after in _judge_all(again, scratch, version, params, answers):
             if after.state is not PieceState.PRESENT:
                 raise LayerError(after.name, after.path, "the piece present after patching, "
                                  f"found {after.state.value}"
@@ -229,7 +232,8 @@ def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None,
     values = resolve_params(tuple(fixes), params or {})
     texts = _checked_texts(root, fixes)
     version = sources.kernel_version(root)
-    parent = (cache or Cache()).scratch_parent()
+    cache = cache or Cache()
+    parent, answers = cache.scratch_parent(), cache.spatch_answers()
     sweep(parent, SCRATCH)
     with scratch_folder(parent, SCRATCH) as scratch:
         for rel, text in texts.items():
@@ -241,10 +245,10 @@ def generate(tree: Path, fixes: Sequence[Fix], params: Params | None = None,
             before = {rel: sources.load(scratch / rel) for rel in texts}
             why = fix.applies(before.get)
             if why:
-                pieces = _judge_all(fix.pieces, scratch, version, own)
+                pieces = _judge_all(fix.pieces, scratch, version, own, answers)
                 patches.append(FixPatch(fix, pieces, own, not_applicable=why))
                 continue
-            pieces, adapted = _carry_fix(fix, scratch, version, own)
+            pieces, adapted = _carry_fix(fix, scratch, version, own, answers)
             diff = "".join(_unified(rel, before[rel], sources.load(scratch / rel))
                            for rel in sorted(texts))
             patches.append(FixPatch(fix, pieces, own, diff, adapted=adapted))
@@ -266,10 +270,11 @@ def transform(fixes: Sequence[Fix], name: str, text: str, params: Params | None 
         target = scratch / rel
         target.parent.mkdir(parents=True)
         sources.save(target, sources.check_writable(text, rel, spec.name))
-        piece, _ = _carry_piece(spec, scratch, None, values)
+        answers = Cache().spatch_answers()
+        piece, _ = _carry_piece(spec, scratch, None, values, answers)
         _refuse_unknown(spec, piece)
         if piece.state is PieceState.MISSING:
-            after = judge(spec, scratch, None, values)
+            after = judge(spec, scratch, None, values, answers)
             if after.state is not PieceState.PRESENT:
                 raise LayerError(after.name, after.path, "the piece present after patching, "
                                  f"found {after.state.value}")

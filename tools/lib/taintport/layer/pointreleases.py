@@ -159,13 +159,14 @@ def read(cache: Cache, offer: Offer, quilt: series.Series | None, log: Path,
     return Pieces(tree, done)
 
 
-def judge(pieces: Pieces, quilt: series.Series | None, name: str, log: Path) -> str:
+def judge(pieces: Pieces, quilt: series.Series | None, name: str, log: Path,
+          cache: Cache) -> str:
     """The layer's verdict on the upload as shipped, and on its full pre-fix state."""
     with pieces.done:
-        as_shipped = engine.generate(pieces.tree, fixes.FIXES)
+        as_shipped = engine.generate(pieces.tree, fixes.FIXES, None, cache)
         verdict = as_shipped.summary
         if quilt:
-            verdict += "; " + full_state(pieces.tree, quilt, name, as_shipped, log)
+            verdict += "; " + full_state(pieces.tree, quilt, name, as_shipped, log, cache)
     return verdict
 
 
@@ -190,11 +191,12 @@ def check_one(cache: Cache, template: Version, published: Published, log: Path,
     """The layer on one offered upload, fetched here."""
     offer = Offer(template, published)
     return outcome_of(offer, lambda: judge(read(cache, offer, quilt, log), quilt,
-                                           as_version(offer).name, log), time.monotonic())
+                                           as_version(offer).name, log, cache),
+                      time.monotonic())
 
 
 def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: model.LayerPatch,
-               log: Path) -> str:
+               log: Path, cache: Cache) -> str:
     """The whole layer on this point release brought to the full pre-fix state
     by the pinned version's reverted-full/: byte-identical to it as shipped,
     or why it could not be checked (an error when the layer got it wrong)."""
@@ -203,7 +205,7 @@ def full_state(tree: Path, quilt: series.Series, name: str, as_shipped: model.La
     shipped = {rel: (tree / rel).read_bytes() for rel in sorted(regen.full_state_files(quilt))
                if (tree / rel).is_file()}
     try:
-        full = regen.on_full_state(shipped, quilt, name, ships, log)
+        full = regen.on_full_state(shipped, quilt, name, ships, log, cache)
     except regen.DoesNotApply as err:
         return (f"full pre-fix state not checked: {variants.table().full_state().folders} "
                 f"of {quilt.directory.name} does not apply ({str(err).splitlines()[0]})")
@@ -251,7 +253,8 @@ def check_all(cache: Cache, templates: list[Version], log: Path,
                 start = time.monotonic()
                 pieces = reading[id(offer)]
                 outcome = outcome_of(offer, lambda: judge(
-                    pieces.result(), quilts[id(offer)], as_version(offer).name, log), start)
+                    pieces.result(), quilts[id(offer)], as_version(offer).name, log, cache),
+                    start)
                 first[p.sha256] = outcome
                 yield outcome
     except KeyboardInterrupt:

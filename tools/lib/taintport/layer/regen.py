@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from taintport.cache import write_atomic
+from taintport.cache import Cache, write_atomic
 from taintport.errors import InputError
 from taintport.layer import dep3, engine, fixes, stable
 from taintport.layer.model import FixPatch, LayerPatch, Outcome
@@ -73,15 +73,15 @@ def patch_names(group: str, layer_patch: LayerPatch) -> dict[str, FixPatch]:
 
 
 def generate_for(tree: Path, quilt_series: series.Series, version: Version,
-                 log: Path) -> tuple[LayerPatch, LayerPatch, float]:
+                 log: Path, cache: Cache) -> tuple[LayerPatch, LayerPatch, float]:
     """(layer on upstream, layer on reverted, seconds of the reverted run)."""
     backported, patched = layers()
     series.switch(tree, quilt_series, variants.table().generated_on(patched), log)
-    check_ships(version, tree)
-    on_upstream = engine.generate(tree, fixes.FIXES)
+    check_ships(version, tree, cache)
+    on_upstream = engine.generate(tree, fixes.FIXES, None, cache)
     series.switch(tree, quilt_series, variants.table().generated_on(backported), log)
     start = time.monotonic()
-    on_reverted = engine.generate(tree, fixes.FIXES)
+    on_reverted = engine.generate(tree, fixes.FIXES, None, cache)
     seconds = time.monotonic() - start
     # a fix the tree cannot have (not applicable) is neither shipped nor removed
     kept = [fp.fix.name for fp in on_reverted.patches if fp.outcome is Outcome.ALREADY_UPSTREAM]
@@ -92,7 +92,7 @@ def generate_for(tree: Path, quilt_series: series.Series, version: Version,
     return on_upstream, on_reverted, seconds
 
 
-def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
+def regen(tree: Path, version: Version, quilt_dir: Path, log: Path, cache: Cache,
           check: bool = False) -> Regenerated:
     quilt_dir = Path(quilt_dir)
     directory = quilt_dir / version.name
@@ -100,7 +100,7 @@ def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
     old_generated = [name for name in listed if generated(name)]
     quilt_series = series.load(version.name, quilt_dir, may_be_missing=tuple(old_generated))
     # the reverted tree must not see generated patches while it is generated on
-    on_upstream, on_reverted, seconds = generate_for(tree, quilt_series, version, log)
+    on_upstream, on_reverted, seconds = generate_for(tree, quilt_series, version, log, cache)
     backported, patched = layers()
     wanted = {**patch_names(backported.layer_group, on_reverted),
               **patch_names(patched.layer_group, on_upstream)}
@@ -123,7 +123,7 @@ def regen(tree: Path, version: Version, quilt_dir: Path, log: Path,
         quilt_series = series.load(version.name, quilt_dir)
     if not changed:
         identical_to_patched(tree, series.load(version.name, quilt_dir), version.name, log)
-    full = from_full_state(tree, quilt_series, version, log)
+    full = from_full_state(tree, quilt_series, version, log, cache)
     return Regenerated(version.name, tuple(directory / n for n in wanted), changed, seconds,
                        on_upstream.summary, full)
 
@@ -174,7 +174,7 @@ def full_state_files(quilt_series: series.Series) -> set[str]:
 
 
 def from_full_state(tree: Path, quilt_series: series.Series, version: Version,
-                    log: Path) -> FullState:
+                    log: Path, cache: Cache) -> FullState:
     """The layer carries every fix the tree ships onto the full pre-fix state
     (test-matrix/variants.toml's never-built row) and must give the tree as shipped back, byte for byte, in
     every file it or that group touches. Works on upstream's copies in a
@@ -182,11 +182,11 @@ def from_full_state(tree: Path, quilt_series: series.Series, version: Version,
     tree = Path(tree)
     shipped = {rel: series.upstream_copy(tree, rel)
                for rel in sorted(full_state_files(quilt_series)) if (tree / rel).is_file()}
-    return on_full_state(shipped, quilt_series, version.name, version.ships, log)
+    return on_full_state(shipped, quilt_series, version.name, version.ships, log, cache)
 
 
 def on_full_state(shipped: dict[str, bytes], quilt_series: series.Series, name: str,
-                  ships: Iterable[str], log: Path) -> FullState:
+                  ships: Iterable[str], log: Path, cache: Cache) -> FullState:
     """from_full_state() on the files of a tree as shipped (relative path ->
     bytes): `check --all-point-releases` has only those, not a whole tree."""
     require("patch", "patch")
@@ -209,7 +209,8 @@ def on_full_state(shipped: dict[str, bytes], quilt_series: series.Series, name: 
         except InputError as err:
             raise DoesNotApply(str(err)) from None
         start = time.monotonic()
-        on_full = engine.generate(scratch, [f for f in fixes.FIXES if f.name in ships])
+        on_full = engine.generate(scratch, [f for f in fixes.FIXES if f.name in ships], None,
+                                  cache)
         seconds = time.monotonic() - start
         kept = [fp.fix.name for fp in on_full.patches if fp.outcome is not Outcome.CARRIED]
         if kept:

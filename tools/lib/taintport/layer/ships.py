@@ -4,6 +4,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from taintport.cache import Cache
 from taintport.errors import InputError
 from taintport.layer import engine, fixes
 from taintport.layer.model import FixCondition
@@ -11,7 +12,7 @@ from taintport.tree import series
 from taintport.tree.versions import Version
 
 
-def check_ships(version: Version, tree: Path) -> dict[str, str]:
+def check_ships(version: Version, tree: Path, cache: Cache) -> dict[str, str]:
     """The descriptor's ships must be what the tree as shipped has: each fix
     judged present (or not) piece by piece, on upstream's copies of its
     files (from quilt's backups), whatever variant the tree is in now.
@@ -25,7 +26,7 @@ def check_ships(version: Version, tree: Path) -> dict[str, str]:
             if (tree / rel).is_file():
                 (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
                 (scratch / rel).write_bytes(series.upstream_copy(tree, rel))
-        found = engine.inspect(scratch, fixes.FIXES)
+        found = engine.inspect(scratch, fixes.FIXES, None, cache)
     for state in found:
         shipped = state.fix.name in version.ships
         if shipped != (state.condition is FixCondition.PRESENT):

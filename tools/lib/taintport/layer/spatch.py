@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable
 
 from taintport.family import SEMANTIC_PATCHES
+from taintport.layer import spatch_cache
 from taintport.layer.model import LayerError, Params, Span
 from taintport.process import orphan_proof
 
@@ -35,6 +36,7 @@ VERDICT = re.compile(r"^taintport: (present|missing|taken) (\w+) (.+?):(\d+):(\d
                      r"(?: (.*))?$", re.M)
 NOTHING_CHANGED = "-o can not be applied because there are no modified files"
 FIRED = re.compile(r"^taintport: fired (\w+) ", re.M)
+OUT = "<-o file>"  # the output file by its role, in the key of a run (spatch_cache)
 
 
 @dataclass(frozen=True)
@@ -68,36 +70,66 @@ def environment(piece: str, shown: str) -> dict[str, str]:
 
 
 def run(cocci: str, files: Iterable[str], cwd: Path, params: Params, piece: str,
-        out: Path | None = None) -> Said:
+        answers: Path, out: Path | None = None) -> Said:
     """spatch with cocci on files (relative to cwd): the verdicts, and with
     out (one file) the rules that fired while patching it into out. spatch
     matches the files of one run as one group (a rule's match in one
     changes what depends on it in another): give several only when that is
-    what is meant."""
+    what is meant. A question spatch answered cleanly before (the same
+    spatch, semantic patch, options and bytes) is answered from the
+    folder answers (spatch_cache), the file it wrote with -o written again."""
     files = list(files)
     defines = ["-D", "taintport", *(a for name, value in sorted(params.items())
                                     for a in ("-D", f"{name}={value}"))]
     if out is not None:
-        defines = ["-D", "patch", *defines, "-o", str(out)]
-    cmd = ["spatch", *SPATCH_PYTHON, "--sp-file", str(SEMANTIC_PATCHES / cocci), *defines,
-           "--no-includes", "--include-headers", "--very-quiet", *files]
+        defines = ["-D", "patch", *defines, "-o", OUT]
+    sp_file = SEMANTIC_PATCHES / cocci
+    args = [*SPATCH_PYTHON, "--sp-file", str(sp_file), *defines, "--no-includes",
+            "--include-headers", "--very-quiet", *files]
     shown = ", ".join(files)
+    env = environment(piece, shown)
+    if out is not None:
+        out.unlink(missing_ok=True)  # what is there afterwards is this run's
+    name = spatch_cache.key(["spatch", *args], sp_file, files, cwd, env)
+    answer = spatch_cache.recall(answers, name) if name else None
+    if answer is None:
+        answer = _spatch(["spatch", *(str(out) if a == OUT else a for a in args)], cwd, env,
+                         piece, shown, out)
+        said = _said(cocci, answer, out is not None, piece, shown)  # raises on a failure
+        if name:
+            spatch_cache.keep(answers, name, answer)
+        return said
+    if out is not None and answer.out is not None:
+        out.write_bytes(answer.out)
+    return _said(cocci, answer, out is not None, piece, shown)
+
+
+def _spatch(cmd: list[str], cwd: Path, env: dict[str, str], piece: str, shown: str,
+            out: Path | None) -> spatch_cache.Answer:
     try:
         proc = subprocess.run(orphan_proof(cmd), capture_output=True, text=True,
-                              timeout=SPATCH_TIMEOUT, cwd=cwd, env=environment(piece, shown))
+                              timeout=SPATCH_TIMEOUT, cwd=cwd, env=env)
     except FileNotFoundError:
         raise LayerError(piece, shown, "spatch installed (Debian: coccinelle)") from None
     except subprocess.TimeoutExpired:
         raise LayerError(piece, shown, f"spatch to finish in {SPATCH_TIMEOUT}s") from None
+    written = out.read_bytes() if out is not None and out.exists() else None
+    return spatch_cache.Answer(proc.returncode, proc.stdout, proc.stderr, written)
+
+
+def _said(cocci: str, answer: spatch_cache.Answer, patching: bool, piece: str,
+          shown: str) -> Said:
+    """The verdicts of a run, or LayerError when it did not run cleanly."""
     # spatch exits 0 even when a file failed to transform: read what it said.
-    said = proc.stdout + proc.stderr
-    if out is not None and proc.returncode == 255 and NOTHING_CHANGED in said:
-        proc.returncode = 0  # -o with nothing to write: the piece was not missing
+    said = answer.stdout + answer.stderr
+    returncode = answer.returncode
+    if patching and returncode == 255 and NOTHING_CHANGED in said:
+        returncode = 0  # -o with nothing to write: the piece was not missing
     failed = [line for line in said.splitlines() if any(f in line for f in SPATCH_FAILURES)]
-    if proc.returncode != 0 or failed:
+    if returncode != 0 or failed:
         raise LayerError(piece, shown, f"spatch {cocci} to run cleanly, got: "
-                         + ("; ".join(failed) or f"exit {proc.returncode}"))
+                         + ("; ".join(failed) or f"exit {returncode}"))
     verdicts = tuple(Verdict(m[1], m[2], m[3], Span(int(m[4]), int(m[5]), int(m[6]), int(m[7])),
                              m[8] or "")
-                     for m in VERDICT.finditer(proc.stdout))
-    return Said(verdicts, frozenset(m[1] for m in FIRED.finditer(proc.stdout)))
+                     for m in VERDICT.finditer(answer.stdout))
+    return Said(verdicts, frozenset(m[1] for m in FIRED.finditer(answer.stdout)))

@@ -119,7 +119,7 @@ def layer_seconds(cache: Cache, version: Version) -> tuple[float, float]:
     log = cache.root / "logs" / f"bench-layer-{version.name}.log"
     layered = variants.table().layer_on(Base.REVERTED)
     series.switch(tree, quilt_series, variants.table().generated_on(layered), log)
-    _, spatch = timed(engine.generate, tree, fixes.FIXES)
+    _, spatch = timed(engine.generate, tree, fixes.FIXES, None, cache)
     _, quilt = timed(series.switch, tree, quilt_series, layered, log)
     return spatch, quilt
 

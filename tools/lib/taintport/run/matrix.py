@@ -150,7 +150,7 @@ class Runner:
                                   "fetch.log")
             self.schedule.mark_fetched(version)
             self.chain.expectations.check_applicable(
-                version.name, check_ships(version, fetched.tree))
+                version.name, check_ships(version, fetched.tree, self.cache))
         except TaintportError as err:
             if not STOPPING.is_set():  # an interrupted fetch is no result: --resume runs these
                 self.publish_errors(version, [(t.variant, t.inputs) for t in todo], err)
