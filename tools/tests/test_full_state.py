@@ -179,6 +179,7 @@ def test_check_says_when_the_full_state_does_not_apply_to_a_point_release(tmp_pa
     # a context line of the reverted-full/ hunk changed, as a later point release might
     panic.write_text(text.replace("{ 'I', ' ', false },", "{ 'I', ' ', false }, /* moved */"))
     said = pointreleases.full_state(tmp_path / "t", quilt, name,
-                                    engine.generate(tmp_path / "t", fixes.FIXES), tmp_path / "log")
+                                    engine.generate(tmp_path / "t", fixes.FIXES, None, cache),
+                                    tmp_path / "log", cache)
     assert said.startswith(f"full pre-fix state not checked: reverted-full/ of {name} "
                            "does not apply"), said

@@ -19,7 +19,8 @@ never names a variant the tree is not in.
 
 Mounting needs root, as CI has: these tests fail (they never skip) without it.
 They run in `make check` (pytest -m e2e): each kill point is a whole run and
-its rerun, about half an hour in all on two busy cores.
+its rerun (make check on a fresh cache, b3aef7b: the apply's 53 points 106 s, the
+export's 29 points 49 s; 270 and 116 s before spatch's answers were kept).
 """
 import os
 import re
