@@ -128,3 +128,12 @@ def sweep(path: Path) -> list[Path]:
         finally:
             os.close(fd)
     return removed
+
+
+def sweep_temps(folder: Path) -> None:
+    """The temporary files that writers killed before their rename left below
+    folder (temp_beside's names), removed by sweep(): a live writer's is
+    never taken; links are not followed."""
+    for top, _, files in os.walk(folder):
+        for target in {target_of(name) for name in files} - {None}:
+            sweep(Path(top) / str(target))

@@ -92,16 +92,16 @@ def run(cocci: str, files: Iterable[str], cwd: Path, params: Params, piece: str,
         out.unlink(missing_ok=True)  # what is there afterwards is this run's
     name = spatch_cache.key(["spatch", *args], sp_file, files, cwd, env)
     answer = spatch_cache.recall(answers, name) if name else None
+    asked = answer is None
     if answer is None:
         answer = _spatch(["spatch", *(str(out) if a == OUT else a for a in args)], cwd, env,
                          piece, shown, out)
-        said = _said(cocci, answer, out is not None, piece, shown)  # raises on a failure
-        if name:
-            spatch_cache.keep(answers, name, answer)
-        return said
-    if out is not None and answer.out is not None:
+    elif out is not None and answer.out is not None:
         out.write_bytes(answer.out)
-    return _said(cocci, answer, out is not None, piece, shown)
+    said = _said(cocci, answer, out is not None, piece, shown)  # raises: a failure is not kept
+    if asked and name:
+        spatch_cache.keep(answers, name, answer)
+    return said
 
 
 def _spatch(cmd: list[str], cwd: Path, env: dict[str, str], piece: str, shown: str,

@@ -144,24 +144,22 @@ def keep(where: Path, name: str, answer: Answer) -> None:
         pass
 
 
-def prune(where: Path, limit: int = LIMIT, limit_bytes: int = LIMIT_BYTES) -> None:
-    """Down to three quarters of the limits when over either, the least
-    recently used first; a killed run's temporary file goes too (never a live
-    run's: atomic.sweep)."""
+def prune(where: Path) -> None:
+    """Down to three quarters of LIMIT and LIMIT_BYTES when over either, the
+    least recently used first; what killed runs left half-written goes too
+    (never a live run's: atomic.sweep_temps)."""
+    atomic.sweep_temps(where)
     entries = []
     with os.scandir(where) as scan:
         for entry in scan:
-            target = atomic.target_of(entry.name)
-            if target is not None:
-                atomic.sweep(where / target)
-            elif ENTRY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+            if ENTRY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
                 info = entry.stat(follow_symlinks=False)
                 entries.append((info.st_mtime_ns, info.st_size, entry.path))
     total = sum(size for _, size, _ in entries)
-    if len(entries) <= limit and total <= limit_bytes:
+    if len(entries) <= LIMIT and total <= LIMIT_BYTES:
         return
     entries.sort()
-    while entries and (len(entries) > limit * 3 // 4 or total > limit_bytes * 3 // 4):
+    while entries and (len(entries) > LIMIT * 3 // 4 or total > LIMIT_BYTES * 3 // 4):
         _, size, path = entries.pop(0)
         Path(path).unlink(missing_ok=True)
         total -= size

@@ -363,16 +363,8 @@ def writing(folder: Path, resume: bool = False) -> Iterator[None]:
         if not resume:
             refuse_used(folder)  # a run that took the lock just before us
         with holding(handle, f"pid {os.getpid()}"):
-            sweep_temps(folder)
+            atomic.sweep_temps(folder)
             yield
-
-
-def sweep_temps(folder: Path) -> None:
-    """The files a writer killed before its rename left (atomic.temp_beside's
-    names), removed by atomic.sweep: a live writer's is never taken."""
-    for top, _, files in os.walk(folder):  # links are not followed
-        for target in {atomic.target_of(name) for name in files} - {None}:
-            atomic.sweep(Path(top) / str(target))
 
 
 def held_by(lock: Path) -> str | None:
