@@ -34,7 +34,9 @@ def start(*args):
 
 
 def processes():
-    """{pid: (parent, state, command name)} of every process now."""
+    """{(pid, start time): (parent, state, command name)} of every process now:
+    a pid with its start time names one process, never a later one that got
+    its number again (make check forks thousands while this runs)."""
     found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -42,13 +44,14 @@ def processes():
         except OSError:
             continue
         name = text[text.index("(") + 1:text.rindex(")")]
-        state, parent = text[text.rindex(")") + 2:].split()[:2]
-        found[int(stat.parent.name)] = (int(parent), state, name)
+        fields = text[text.rindex(")") + 2:].split()
+        state, parent, start = fields[0], int(fields[1]), int(fields[19])
+        found[int(stat.parent.name), start] = (parent, state, name)
     return found
 
 
 def descendants(pid):
-    """{pid: command name} of every live process below pid."""
+    """{(pid, start time): command name} of every live process below pid."""
     table = processes()
     below, todo = {}, [pid]
     while todo:
@@ -56,18 +59,18 @@ def descendants(pid):
         for child, (ppid, state, name) in table.items():
             if ppid == parent and state != "Z" and child not in below:
                 below[child] = name
-                todo.append(child)
+                todo.append(child[0])
     return below
 
 
-def still_alive(pids, wait=1.0):
-    """The pids still running (not zombies) after up to wait seconds: a child
-    that dies with the fetch is gone in milliseconds, one that does not goes
-    on extracting (tens of seconds here) or downloading."""
+def still_alive(procs, wait=1.0):
+    """The processes still running (not zombies) after up to wait seconds: a
+    child that dies with the fetch is gone in milliseconds, one that does not
+    goes on extracting (tens of seconds here) or downloading."""
     deadline = time.monotonic() + wait
     while True:
         table = processes()
-        living = {p for p in pids if p in table and table[p][1] != "Z"}
+        living = {p: procs[p] for p in procs if p in table and table[p][1] != "Z"}
         if not living or time.monotonic() > deadline:
             return living
         time.sleep(0.1)
@@ -126,7 +129,8 @@ def test_a_fetch_killed_while_extracting_leaves_nothing_running_or_behind(
     assert {"tar", "xz"} <= set(pipeline.values()), pipeline
     run.send_signal(signum)
     run.wait(timeout=60)  # the fetch itself: a stage that outlived it may hold its stdout
-    assert not still_alive(pipeline), "a stage of the extraction outlived the fetch"
+    living = still_alive(pipeline)
+    assert not living, f"a stage of the extraction outlived the fetch: {living}"
     run.communicate(timeout=120)
     left = list(parent.glob(".extract-*"))
     if signum == signal.SIGTERM:
@@ -166,7 +170,8 @@ def test_a_fetch_killed_while_downloading_leaves_nothing_running_or_behind(tmp_p
     wait_for(downloading, "apt-get download")
     run.kill()
     run.wait(timeout=60)
-    assert not still_alive(seen), "apt-get outlived the fetch"
+    living = still_alive(seen)
+    assert not living, f"apt-get or a child of it outlived the fetch: {living}"
     run.communicate(timeout=120)
     assert list((cache / "debs").glob(".download-*")), "the killed download's folder"
     pin(folder, url, small, "9.9.2-1")  # any fetch removes it: here of a small upload

@@ -441,7 +441,10 @@ def _kill_mid(tmp_path, monkeypatch, tree, tool="spatch"):
     """apply --tree killed with SIGKILL while a (fake, slow) tool runs: the
     pids of those that started (the layer runs two spatches at once)."""
     started = tmp_path / f"{tool}.pid"
-    fake_command(tmp_path, monkeypatch, tool, f'echo $$ >> {started}\nexec sleep 120\n')
+    # the pid as this test sees it: $$ is the one the tool's PID namespace gives it
+    fake_command(tmp_path, monkeypatch, tool,
+                 f'read -r stat < /proc/self/stat\necho "${{stat%% *}}" >> {started}\n'
+                 'exec sleep 120\n')
     env = dict(os.environ, TAINTPORT_CACHE=str(tmp_path / "cache"),
                TMPDIR=str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()

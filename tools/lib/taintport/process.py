@@ -5,6 +5,7 @@ Each command runs in its own process group, so that an interrupted run
 (Ctrl-C, SIGTERM, a timeout) takes make's compilers or QEMU down with it
 instead of leaving them running.
 """
+import functools
 import os
 import shlex
 import shutil
@@ -52,12 +53,41 @@ def require(tool: str, package: str) -> str:
     return path
 
 
+# unshare's ways to give a command a PID namespace of its own, tried in turn:
+# root's, then an unprivileged user's (or root's in a container that denies
+# CLONE_NEWPID but allows user namespaces).
+FENCES = (
+    ("unshare", "--pid", "--fork", "--kill-child", "--"),
+    ("unshare", "--user", "--map-current-user", "--pid", "--fork", "--kill-child", "--"),
+)
+
+
+@functools.cache
+def _fence() -> tuple[str, ...]:
+    """The first of FENCES this machine allows, or () where it allows none
+    (then a command's own children outlive a SIGKILL by the work at hand)."""
+    for fence in FENCES:
+        try:
+            done = subprocess.run([*fence, "true"], stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return fence
+    return ()
+
+
 def orphan_proof(argv: Sequence[str]) -> list[str]:
-    """argv run so that it dies with the thread that started it: a run killed
-    outright (SIGKILL), which can end no process group, leaves no tar, xz,
-    apt-get, spatch or quilt behind writing into the cache or a user's tree
-    (setpriv --pdeathsig; its parent is the thread waiting for it)."""
-    return ["setpriv", "--pdeathsig", "KILL", "--", *argv]
+    """argv run so that it, and everything it starts, dies with the thread
+    that started it: a run killed outright (SIGKILL), which can end no process
+    group, leaves no tar, xz, apt-get, spatch or quilt behind writing into the
+    cache or a user's tree. setpriv --pdeathsig ends the command (its parent is
+    the thread waiting for it), but what the command forked has no such tie:
+    apt-get's copy method went on writing a 300 MB download for over a second
+    after apt-get died. So the command is the first process of a PID namespace
+    of its own (unshare --kill-child), and the kernel ends all of a namespace
+    when its first process dies."""
+    return ["setpriv", "--pdeathsig", "KILL", "--", *_fence(), *argv]
 
 
 def tail(path: Path | str, lines: int = TAIL_LINES) -> str:

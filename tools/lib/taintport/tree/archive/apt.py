@@ -3,7 +3,12 @@
 
 Every apt call gets its own sources file, lists, archive cache and an empty
 dpkg status under <cache>/apt/<suite>/: the host's apt setup is never read
-or changed. The sources file may hold a mirror's password: it is written
+or changed. That includes /etc/apt/apt.conf.d: its hooks (docker's
+"APT::Update::Post-Invoke" removing /var/cache/apt's files, appstream's
+refresh-cache) ran after every private `apt-get update`, and its settings
+(index targets, languages, proxies) changed what ours fetched. APT_CONFIG,
+the one file apt reads before its parts folder (apt.conf(5)), points both
+elsewhere; a proxy comes from http_proxy, which apt honours as well. The sources file may hold a mirror's password: it is written
 readable by its owner alone (0600), as apt's own auth.conf is.
 """
 import os
@@ -82,6 +87,23 @@ class PrivateApt:
             args += ["-o", f"{key}={value}"]
         return args
 
+    def environment(self) -> dict[str, str]:
+        """What every apt call runs with: the C locale (its messages are
+        parsed) and a configuration of our own instead of the host's."""
+        config = self.root / "apt.conf"
+        text = ('Dir::Etc::main "/dev/null";\n'
+                f'Dir::Etc::parts "{self.root / "apt.conf.d"}";\n'
+                # descriptions are never read: no Translation-* files
+                'Acquire::Languages "none";\n').encode()
+        (self.root / "apt.conf.d").mkdir(parents=True, exist_ok=True)
+        try:
+            current = config.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current != text:
+            replace_file(config, text)
+        return {"LC_ALL": "C", "APT_CONFIG": str(config)}
+
     def setup(self) -> None:
         r = self.root
         for sub in ("sources.list.d", "preferences.d", "state/lists/partial",
@@ -111,7 +133,7 @@ class PrivateApt:
         with held(self.root / "update.lock", f"the {self.source.suite} apt index in {self.root}"):
             self.setup()
             cmd = ["apt-get", *self.options(), "-q", "update"]
-            proc = run(cmd, stage="fetch", env={"LC_ALL": "C"}, check=False)
+            proc = run(cmd, stage="fetch", env=self.environment(), check=False)
         output = proc.stdout + proc.stderr
         note(log, f"$ {' '.join(cmd)}\n{output}")
         # apt-get update exits 0 when an archive is unreachable (only a warning):
@@ -133,7 +155,7 @@ class PrivateApt:
         if not packages:
             return []
         proc = run(["apt-cache", *self.options(), "show", *packages],
-                   stage="fetch", check=False, env={"LC_ALL": "C"})
+                   stage="fetch", check=False, env=self.environment())
         return [dict(stanza) for stanza in stanzas(proc.stdout)]
 
     def published(self, package: str) -> dict[str, Published]:
@@ -148,13 +170,13 @@ class PrivateApt:
     def pkgnames(self, prefix: str) -> list[str]:
         """The names of the suite's packages that start with prefix."""
         proc = run(["apt-cache", *self.options(), "pkgnames", prefix], stage="fetch",
-                   env={"LC_ALL": "C"})
+                   env=self.environment())
         return sorted(proc.stdout.split())
 
     def download(self, pin: Pin, dest: Path, log: Path) -> None:
         cmd = orphan_proof(["apt-get", *self.options(), "-q", "download",
                             f"{pin.package}={pin.version}"])
-        proc = run(cmd, stage="fetch", cwd=dest, env={"LC_ALL": "C"}, check=False)
+        proc = run(cmd, stage="fetch", cwd=dest, env=self.environment(), check=False)
         output = proc.stdout + proc.stderr
         note(log, f"$ {' '.join(cmd)}\n{output}")
         if not proc.returncode:
