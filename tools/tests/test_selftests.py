@@ -72,12 +72,12 @@ def guest(monkeypatch):
     consoles: dict[str, str] = {}
     asked: list[dict] = []
 
-    def fake_qemu(cmd, console, timeout, gate=True):
+    def fake_qemu(cmd, console, timeout):
         variant = Path(cmd[cmd.index("-kernel") + 1]).parent.name
         shutil.copyfile(CONSOLES / consoles[variant], console)
         asked.append({"initrd": Path(cmd[cmd.index("-initrd") + 1]).read_bytes(),
                       "append": cmd[cmd.index("-append") + 1], "timeout": timeout,
-                      "gate": gate, "memory": cmd[cmd.index("-m") + 1]})
+                      "memory": cmd[cmd.index("-m") + 1]})
         return 0, False, 1.5
 
     def fake_dracut(release, cache_root, image, log):
@@ -157,7 +157,6 @@ def test_the_stage_has_its_own_time_image_and_boot(tmp_path, chain, guest):
     (boot_asked,) = asked
     assert boot_asked["timeout"] == 1 * 150 + payload.BOOT_AND_SAMPLE
     assert "loglevel=1" in boot_asked["append"]
-    assert boot_asked["gate"] is False  # the other kernel's build goes on beside it
     token = boot_asked["append"].split("taintport.token=")[1].split()[0]
     image = boot_asked["initrd"]
     assert image.startswith(b"dracut image\0\0\0")

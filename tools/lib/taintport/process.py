@@ -12,8 +12,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,18 +29,14 @@ STOPPING = threading.Event()
 # priority than QEMU and dracut: a boot is one TCG thread waited on by its cell
 # (8.3 s instead of 3-4 s when it shared the cores evenly with two builds),
 # while make has parallel work to spare. Alone, a niced build is as fast as any.
+#
+# Builds are not stopped while a guest boots. They were (SIGSTOP, from
+# 2026-12-04) when TCG beside a niced -j3 build took 4.9-7.2 s against 4.0 s
+# alone; with every guest booted norandmaps, 7.3's agent boot took 2.4-3.5 s
+# alone and 2.4-3.1 s beside one or two niced -j3 cold builds, while each
+# stop held the other kernel's cold build, the matrix's critical path, for
+# the whole boot (docs/benchmarks.md).
 NICE_LEVEL = 10
-
-# The background groups (kernel and module builds, kconfig, trees fetched
-# ahead: the niced ones; and dracut): work that can wait. While a guest boots
-# they are stopped (SIGSTOP) and continued when no guest is booting. Niceness
-# alone did not keep a boot's time: TCG beside one niced -j3 build took
-# 4.9-7.2 s where it took 4.0 s alone (and 4.1 s beside six niced busy loops),
-# so what it loses is memory and cache, not CPU time, and only an idle
-# neighbour gives it back. A boot is seconds; the build it pauses loses as much.
-BACKGROUND: "set[subprocess.Popen[Any]]" = set()
-_GATE = threading.Lock()
-_booting = 0
 
 
 def require(tool: str, package: str) -> str:
@@ -105,7 +100,7 @@ def appending(log: Path | str) -> TextIO:
 
 
 def kill_group(proc: "subprocess.Popen[Any]") -> None:
-    _signal_group(proc, signal.SIGKILL)  # a stopped group dies too
+    _signal_group(proc, signal.SIGKILL)
     proc.wait()
 
 
@@ -120,11 +115,9 @@ def niced(argv: Sequence[str], nice: int) -> list[str]:
     return ["nice", "-n", str(nice), *argv] if nice else list(argv)
 
 
-def spawn(argv: Sequence[str], nice: int = 0, background: bool | None = None,
-          **kwargs: Any) -> "subprocess.Popen[Any]":
+def spawn(argv: Sequence[str], nice: int = 0, **kwargs: Any) -> "subprocess.Popen[Any]":
     """Popen in a new process group, tracked in LIVE until reaped; nice > 0
     runs it at that niceness (nice(1), since preexec_fn is unsafe in threads).
-    A background group (by default: a niced one) waits while a guest boots.
 
     A process group, not a session: with sched_autogroup (on in Debian's
     kernels) every session gets an equal share of the CPU whatever its
@@ -135,18 +128,11 @@ def spawn(argv: Sequence[str], nice: int = 0, background: bool | None = None,
         raise RunError("run", "interrupted")
     proc = subprocess.Popen(niced(argv, nice), process_group=0, **kwargs)
     LIVE.add(proc)
-    if nice > 0 if background is None else background:
-        with _GATE:
-            BACKGROUND.add(proc)
-            if _booting:
-                _signal_group(proc, signal.SIGSTOP)
     return proc
 
 
 def reap(proc: "subprocess.Popen[Any]") -> None:
     LIVE.discard(proc)
-    with _GATE:
-        BACKGROUND.discard(proc)
 
 
 def _signal_group(proc: "subprocess.Popen[Any]", signum: int) -> None:
@@ -156,39 +142,10 @@ def _signal_group(proc: "subprocess.Popen[Any]", signum: int) -> None:
         pass
 
 
-def _signal_background(signum: int) -> None:
-    """Every background group; the caller holds _GATE."""
-    for proc in BACKGROUND:
-        _signal_group(proc, signum)
-
-
-@contextmanager
-def booting() -> Iterator[None]:
-    """Stop the background groups while the block (a guest's boot) runs.
-
-    Nested and concurrent blocks count: the groups go on when the last ends.
-    A run killed outright leaves them stopped but orphaned, and the kernel
-    sends an orphaned group with stopped members SIGHUP and SIGCONT: make
-    ends instead of waiting forever.
-    """
-    global _booting
-    with _GATE:
-        _booting += 1
-        if _booting == 1:
-            _signal_background(signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        with _GATE:
-            _booting -= 1
-            if _booting == 0:
-                _signal_background(signal.SIGCONT)
-
-
 def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
         env: Mapping[str, str | None] | None = None, log: Path | str | None = None,
-        timeout: float | None = None, check: bool = True, nice: int = 0,
-        background: bool | None = None) -> "subprocess.CompletedProcess[str]":
+        timeout: float | None = None, check: bool = True,
+        nice: int = 0) -> "subprocess.CompletedProcess[str]":
     """Run cmd; stdout+stderr go to log (appended) or are captured.
 
     Returns a CompletedProcess. On a non-zero exit (when check) raises
@@ -208,10 +165,7 @@ def run(cmd: Sequence[object], *, stage: str, cwd: Path | str | None = None,
         out.write(f"$ {shown}\n")
         out.flush()
     try:
-        # spawn nices it: a niced command is a background one, which waits
-        # while a guest boots (given the niceness only in argv, every build
-        # ran on beside the boots)
-        proc = spawn(argv, nice=nice, background=background, cwd=cwd, env=full_env,
+        proc = spawn(argv, nice=nice, cwd=cwd, env=full_env,
                      stdin=subprocess.DEVNULL,
                      stdout=out or subprocess.PIPE,
                      stderr=subprocess.STDOUT if out else subprocess.PIPE, text=True)

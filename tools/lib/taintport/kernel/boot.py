@@ -8,12 +8,11 @@ but KVM guests hang or assert). The accelerator is recorded in the results.
 import os
 import subprocess
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 from taintport.errors import RunError
-from taintport.process import STOPPING, booting, kill_group, reap, require, spawn
+from taintport.process import STOPPING, kill_group, reap, require, spawn
 
 QEMU = "qemu-system-x86_64"
 # Under working KVM our kernel reaches its no-root panic in well under a
@@ -62,29 +61,25 @@ def command(bzimage: Path, initrd: Path | None, console: Path, append: str, acce
     return cmd
 
 
-def run_qemu(cmd: list[str], console: Path, timeout: float,
-             gate: bool = True) -> tuple[int | None, bool, float]:
-    """Run QEMU in its own process group; at the timeout the whole group dies.
-
-    gate: builds beside it wait (process.booting) while it runs, so that a
-    boot's time is the guest's own."""
+def run_qemu(cmd: list[str], console: Path,
+             timeout: float) -> tuple[int | None, bool, float]:
+    """Run QEMU in its own process group; at the timeout the whole group dies."""
     Path(console).unlink(missing_ok=True)
-    with booting() if gate else nullcontext():
-        start = time.monotonic()
-        proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.PIPE)
-        try:
-            _, err = proc.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            kill_group(proc)
-            _, err = proc.communicate()
-            timed_out = True
-        except BaseException:
-            kill_group(proc)
-            raise
-        finally:
-            reap(proc)
+    start = time.monotonic()
+    proc = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.PIPE)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        _, err = proc.communicate()
+        timed_out = True
+    except BaseException:
+        kill_group(proc)
+        raise
+    finally:
+        reap(proc)
     if STOPPING.is_set():
         raise RunError("boot", "interrupted")
     seconds = time.monotonic() - start
@@ -100,12 +95,9 @@ def probe(bzimage: Path, workdir: Path) -> Accel:
     if not os.access(KVM_DEVICE, os.R_OK | os.W_OK):
         return Accel("tcg", f"{KVM_DEVICE} not usable")
     console = Path(workdir) / "kvm-probe.log"
-    # Not gated: the probe only asks whether KVM reaches the kernel within
-    # PROBE_TIMEOUT (under a second where it works), and where KVM is broken
-    # the builds would wait the whole timeout for nothing.
     code, timed_out, seconds = run_qemu(
         command(bzimage, None, console, "console=ttyS0 panic=-1", "kvm"), console,
-        PROBE_TIMEOUT, gate=False)
+        PROBE_TIMEOUT)
     text = console.read_text(errors="replace") if console.exists() else ""
     if not timed_out and "Kernel panic" in text:
         return Accel("kvm", f"probe boot reached the kernel in {seconds:.1f}s")

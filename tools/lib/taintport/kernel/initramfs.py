@@ -70,10 +70,8 @@ def dracut(module: str, release: str, cache_root: Path, image: Path, log: Path,
              "--conf", "/dev/null", "--confdir", Path(tmp) / "no-conf.d",
              "--tmpdir", tmp, "--kver", release,
              "-m", f"base {module}", image],
-            stage="initramfs", log=log, background=True,
+            stage="initramfs", log=log,
             env={"dracutbasedir": str(base_dir), "TAINTPORT_PAYLOAD": str(folder)})
-        # background: dracut beside the other kernel's boot (builds stopped) took
-        # that boot to 8 s; it runs before its own kernel's boot, never during it
     if not image.exists():
         raise RunError("initramfs", f"dracut did not write {image}")
     return image

@@ -379,10 +379,10 @@ the agent, and the kernel's own livepatch selftests' modules and trace-event
 sample. "cold build, in the matrix" shares the cores with the other
 kernel's rebuilds, dracut and boots; "alone" is the yardstick below. "initramfs" is
 dracut for a kernel's first cell; the others append their own files to that
-image. A cell boots while the next variant of its kernel builds, and every build
-waits (stopped) while the agent's guest boots. "selftests" is the cell's
+image. A cell boots while the next variant of its kernel builds, and the builds
+go on (niced) while a guest boots. "selftests" is the cell's
 second boot, the kernel's own livepatch selftests and the trace-event sample:
-its minutes under TCG run beside the other kernel's build (not stopped). "fetch, in the
+its minutes under TCG run beside the other kernel's build. "fetch, in the
 matrix" is what the kernel's worker waited for: the first two extract
 (one after the other), the rest were fetched ahead during earlier builds.
 

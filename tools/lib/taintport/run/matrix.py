@@ -174,9 +174,9 @@ class Runner:
         """Build each variant in table order; boot each beside the next one's build.
 
         A variant's initramfs and boot only read its own artifacts, so they
-        run while the next variant switches the tree and starts its build
-        (which waits while QEMU runs: process.booting). One boot at a time per
-        version, in series order, so cells publish in order.
+        run while the next variant switches the tree and starts its build.
+        One boot at a time per version, in series order, so cells publish in
+        order.
         """
         with ThreadPoolExecutor(max_workers=1,
                                 thread_name_prefix=f"boot-{version.name}") as booter:

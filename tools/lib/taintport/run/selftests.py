@@ -69,10 +69,7 @@ def run_stage(chain: Chain, cell: Cell, built: Built) -> ktap.Parsed:
     console = cdir / CONSOLE
     cmd = boot.command(artifacts.bzimage, initrd, console, append, chain.accel.name,
                        profile.memory)
-    # Not gated (process.booting): its minutes under TCG may run beside the
-    # other kernel's build, which the agent's boot of seconds stops so that
-    # its time is the guest's own (the measured boot + test).
-    _, timed_out, _ = boot.run_qemu(cmd, console, timeout, gate=False)
+    _, timed_out, _ = boot.run_qemu(cmd, console, timeout)
     text = console.read_text(errors="replace") if console.exists() else ""
     parsed = ktap.parse(text)
     (cdir / KTAP).write_text("\n".join(parsed.lines) + "\n")
