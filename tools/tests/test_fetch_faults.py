@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from debian_archive import control, descriptor, publish, source_deb
+from process_table import descendants, still_alive
 
 REPO = Path(__file__).resolve().parents[2]
 TAINTPORT = [sys.executable, str(REPO / "tools" / "taintport")]
@@ -31,49 +32,6 @@ def taintport(*args, timeout=300):
 def start(*args):
     return subprocess.Popen([*TAINTPORT, *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-
-
-def processes():
-    """{(pid, start time): (parent, state, command name)} of every process now:
-    a pid with its start time names one process, never a later one that got
-    its number again (make check forks thousands while this runs)."""
-    found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        name = text[text.index("(") + 1:text.rindex(")")]
-        fields = text[text.rindex(")") + 2:].split()
-        state, parent, start = fields[0], int(fields[1]), int(fields[19])
-        found[int(stat.parent.name), start] = (parent, state, name)
-    return found
-
-
-def descendants(pid):
-    """{(pid, start time): command name} of every live process below pid."""
-    table = processes()
-    below, todo = {}, [pid]
-    while todo:
-        parent = todo.pop()
-        for child, (ppid, state, name) in table.items():
-            if ppid == parent and state != "Z" and child not in below:
-                below[child] = name
-                todo.append(child[0])
-    return below
-
-
-def still_alive(procs, wait=1.0):
-    """The processes still running (not zombies) after up to wait seconds: a
-    child that dies with the fetch is gone in milliseconds, one that does not
-    goes on extracting (tens of seconds here) or downloading."""
-    deadline = time.monotonic() + wait
-    while True:
-        table = processes()
-        living = {p: procs[p] for p in procs if p in table and table[p][1] != "Z"}
-        if not living or time.monotonic() > deadline:
-            return living
-        time.sleep(0.1)
 
 
 def wait_for(condition, what, timeout=120.0):

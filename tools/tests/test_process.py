@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from process_table import descendants, still_alive
 from taintport import process
 from taintport.kernel import boot
 
@@ -91,60 +92,23 @@ def test_what_a_command_started_dies_with_a_run_killed_outright(tmp_path):
     lib = str(Path(process.__file__).resolve().parents[1])
     run = subprocess.Popen([sys.executable, "-c",
                             KILLED_RUN.format(lib=lib, pidfile=pidfile)])
-    living = []
+    living = {}
     try:
         deadline = time.monotonic() + 30
         while not pidfile.exists() or not pidfile.read_text().strip():
             assert time.monotonic() < deadline and run.poll() is None, "the command never ran"
             time.sleep(0.02)
         # the file holds the pid the namespace gave the sleep: find it from /proc
-        sleeps = [pid for pid, name in children_of(run.pid) if name == "sleep"]
+        sleeps = {p: name for p, name in descendants(run.pid).items() if name == "sleep"}
         assert sleeps, "the sleep below the run"
         run.kill()
         run.wait()
-        living = state_after(sleeps, 2.0)
+        living = still_alive(sleeps, 2.0)
         assert not living, "the command's child outlived the run"
     finally:
         run.kill()
-        for pid in living:
+        for pid, _ in living:
             os.kill(pid, signal.SIGKILL)
-
-
-def children_of(pid):
-    """[(pid, name)] of every process below pid, from /proc."""
-    table = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        table[int(stat.parent.name)] = (int(text.rsplit(")", 1)[1].split()[1]),
-                                        text[text.index("(") + 1:text.rindex(")")])
-    below, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for child, (ppid, name) in table.items():
-            if ppid == parent:
-                below.append((child, name))
-                todo.append(child)
-    return below
-
-
-def state_after(pids, seconds):
-    """The pids still running (not zombies) after up to seconds."""
-    deadline = time.monotonic() + seconds
-    while True:
-        living = []
-        for pid in pids:
-            try:
-                letter = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if letter != "Z":
-                living.append(pid)
-        if not living or time.monotonic() > deadline:
-            return living
-        time.sleep(0.05)
 
 
 def test_a_machine_that_allows_no_pid_namespace_still_runs_the_command(monkeypatch):
