@@ -503,21 +503,22 @@ def test_the_cache_can_be_removed_once_the_retired_trees_are_gone(tmp_path):
     shutil.rmtree(tmp_path / "trees")
 
 
-def test_the_hosts_apt_configuration_is_neither_read_nor_run(tmp_path, archive, monkeypatch):
-    """A host's apt.conf.d hooks (docker's Post-Invoke removing /var/cache/apt's
-    files) and settings never reach the private apt. The host's configuration
-    here is where APT_CONFIG points: the file and parts folder apt reads first."""
+def test_the_hosts_apt_hooks_never_run(tmp_path, archive, monkeypatch):
+    """A host's apt hooks (docker's Post-Invoke removing /var/cache/apt's
+    files, appstream's refresh) never run around the private apt's calls,
+    while its settings still apply. The host's configuration here is a
+    planted apt.conf standing in for /etc/apt/apt.conf."""
     arch, good = archive
     hooked = tmp_path / "hooked"
-    parts = tmp_path / "host-apt.conf.d"
-    parts.mkdir()
-    (parts / "99hook").write_text(
+    host = tmp_path / "host-apt.conf"
+    host.write_text(
+        f'APT::Update::Pre-Invoke {{ "touch {hooked}"; }};\n'
         f'APT::Update::Post-Invoke {{ "touch {hooked}"; }};\n'
         f'APT::Update::Post-Invoke-Success {{ "touch {hooked}"; }};\n')
-    host = tmp_path / "host-apt.conf"
-    host.write_text(f'Dir::Etc::parts "{parts}";\n')
-    monkeypatch.setenv("APT_CONFIG", str(host))
+    monkeypatch.setattr(apt, "HOST_CONFIG", str(host))
     cache = Cache(tmp_path / "cache")
     got = fetch.fetch(cache, version(arch, "9.9.1-1", sha(good)), tmp_path / "log")
     assert (got.tree / "Makefile").read_text() == "# good\n"
     assert not hooked.exists(), "the host's apt hook ran"
+    config = cache.apt() / "testsuite" / "apt.conf.last"
+    assert config.read_text().startswith(f'#include "{host}";\n'), "the host's settings"

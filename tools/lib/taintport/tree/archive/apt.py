@@ -2,13 +2,14 @@
 """apt-get and apt-cache pointed at a private state of our own, for one suite.
 
 Every apt call gets its own sources file, lists, archive cache and an empty
-dpkg status under <cache>/apt/<suite>/: the host's apt setup is never read
-or changed. That includes /etc/apt/apt.conf.d: its hooks (docker's
-"APT::Update::Post-Invoke" removing /var/cache/apt's files, appstream's
-refresh-cache) ran after every private `apt-get update`, and its settings
-(index targets, languages, proxies) changed what ours fetched. APT_CONFIG,
-the one file apt reads before its parts folder (apt.conf(5)), points both
-elsewhere; a proxy comes from http_proxy, which apt honours as well. The sources file may hold a mirror's password: it is written
+dpkg status under <cache>/apt/<suite>/: the host's apt setup is never
+changed. Its settings apply (a proxy, a snapshot mirror's Check-Valid-Until),
+its hooks never run: /etc/apt/apt.conf.d's "APT::Update::Post-Invoke"
+(docker's removes /var/cache/apt's files, appstream's refreshes its catalog)
+ran after every private `apt-get update`. APT_CONFIG, the file apt reads
+before all others (apt.conf(5)), names as the main configuration, read after
+the parts folder, a file of ours that includes the host's and then clears
+every hook. The sources file may hold a mirror's password: it is written
 readable by its owner alone (0600), as apt's own auth.conf is.
 """
 import os
@@ -28,6 +29,12 @@ from taintport.tree.versions import Pin, Source
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # the sources file names the archive, whose URL may carry a password
 SOURCES_MODE = 0o600
+# the main configuration apt would read after /etc/apt/apt.conf.d
+HOST_CONFIG = "/etc/apt/apt.conf"
+# what apt would run of the host's configuration around our calls
+HOOKS = ("APT::Update::Pre-Invoke", "APT::Update::Post-Invoke",
+         "APT::Update::Post-Invoke-Success", "DPkg::Pre-Invoke", "DPkg::Post-Invoke",
+         "DPkg::Pre-Install-Pkgs")
 
 
 class NotServed(RunError):
@@ -53,6 +60,16 @@ def note(log: Path, text: str) -> None:
             out.write(text)
     except OSError:
         pass
+
+
+def write_if_changed(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        pass
+    replace_file(path, data)
 
 
 class PrivateApt:
@@ -89,20 +106,13 @@ class PrivateApt:
 
     def environment(self) -> dict[str, str]:
         """What every apt call runs with: the C locale (its messages are
-        parsed) and a configuration of our own instead of the host's."""
-        config = self.root / "apt.conf"
-        text = ('Dir::Etc::main "/dev/null";\n'
-                f'Dir::Etc::parts "{self.root / "apt.conf.d"}";\n'
-                # descriptions are never read: no Translation-* files
-                'Acquire::Languages "none";\n').encode()
-        (self.root / "apt.conf.d").mkdir(parents=True, exist_ok=True)
-        try:
-            current = config.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            replace_file(config, text)
-        return {"LC_ALL": "C", "APT_CONFIG": str(config)}
+        parsed) and the host's settings without its hooks."""
+        first, last = self.root / "apt.conf", self.root / "apt.conf.last"
+        include = f'#include "{HOST_CONFIG}";\n' if Path(HOST_CONFIG).is_file() else ""
+        write_if_changed(first, f'Dir::Etc::main "{last}";\n'.encode())
+        write_if_changed(last, (include + "".join(
+            f"#clear {hook};\n" for hook in HOOKS)).encode())
+        return {"LC_ALL": "C", "APT_CONFIG": str(first)}
 
     def setup(self) -> None:
         r = self.root
