@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
-"""One cold build at a time, rebuilds beside it; the KVM probe stops no build;
-ccache only when asked for.
+"""One cold build at a time, rebuilds beside it; ccache only when asked for.
 
 The builds are stood in by a function that notes when it runs (the real
 make is what the e2e tests and the bench run)."""
@@ -11,19 +10,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from taintport import process
 from taintport.cache import Cache
 from taintport.errors import InputError
 from taintport.judge import verdict
-from taintport.kernel import boot, build
+from taintport.kernel import build
 from taintport.layer import fixes
 from taintport.results.cells import Cell
 from taintport.run.progress import Progress
 from taintport.run import stages
 from taintport.run.stages import Chain
 from taintport.tree.variants import named
-
-from test_process import end, qemu_reading_state, spawn_sleep, state
 
 
 def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, monkeypatch):
@@ -54,20 +50,6 @@ def test_two_cold_builds_never_overlap_and_a_rebuild_does_not_wait(tmp_path, mon
     (a0, a1), (b0, b1), (w0, w1) = spans["a"], spans["b"], spans["warm"]
     assert a1 <= b0 or b1 <= a0, "two cold builds ran at once"
     assert w0 < min(a1, b1), "the rebuild waited for a cold build"
-
-
-def test_the_kvm_probe_does_not_stop_the_builds(tmp_path, monkeypatch):
-    running = spawn_sleep(process.NICE_LEVEL)
-    seen = tmp_path / "seen"
-    monkeypatch.setattr(boot, "command", lambda *args: qemu_reading_state(running.pid, seen))
-    monkeypatch.setattr(boot.os, "access", lambda path, mode: True)
-    try:
-        accel = boot.probe(tmp_path / "bzImage", tmp_path)
-        assert accel.name == "tcg"  # the stand-in reached no kernel
-        assert seen.read_text().strip() != "T", "the probe stopped a build"
-        assert state(running.pid, "S") == "S"
-    finally:
-        end(running)
 
 
 def test_a_cold_build_waiting_for_its_turn_says_so(tmp_path, monkeypatch):
