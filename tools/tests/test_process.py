@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from process_table import descendants, still_alive
 from taintport import process
 from taintport.kernel import boot
@@ -84,6 +86,10 @@ process.run(process.orphan_proof(["sh", "-c", "sleep 300 & echo $! > {pidfile}; 
 """
 
 
+@pytest.mark.skipif(not process._fence(),
+                    reason="this machine allows no PID namespace (unshare --pid refused, "
+                    "as root and with a user namespace): a command's children have no "
+                    "tie to the run here, only the command (docs/faults.md)")
 def test_what_a_command_started_dies_with_a_run_killed_outright(tmp_path):
     """A run killed with SIGKILL ends no process group; the command it ran dies
     by its parent-death signal, and what that command forked (here a sleep, as
