@@ -62,16 +62,6 @@ def note(log: Path, text: str) -> None:
         pass
 
 
-def write_if_changed(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        if path.read_bytes() == data:
-            return
-    except FileNotFoundError:
-        pass
-    replace_file(path, data)
-
-
 class PrivateApt:
     """apt-get/apt-cache pointed at folders of our own, for one suite."""
 
@@ -106,13 +96,9 @@ class PrivateApt:
 
     def environment(self) -> dict[str, str]:
         """What every apt call runs with: the C locale (its messages are
-        parsed) and the host's settings without its hooks."""
-        first, last = self.root / "apt.conf", self.root / "apt.conf.last"
-        include = f'#include "{HOST_CONFIG}";\n' if Path(HOST_CONFIG).is_file() else ""
-        write_if_changed(first, f'Dir::Etc::main "{last}";\n'.encode())
-        write_if_changed(last, (include + "".join(
-            f"#clear {hook};\n" for hook in HOOKS)).encode())
-        return {"LC_ALL": "C", "APT_CONFIG": str(first)}
+        parsed) and the configuration setup() wrote: the host's settings
+        without its hooks. (Indexes.apt updates, so sets up, before any call.)"""
+        return {"LC_ALL": "C", "APT_CONFIG": str(self.root / "apt.conf")}
 
     def setup(self) -> None:
         r = self.root
@@ -132,6 +118,10 @@ class PrivateApt:
             (r / "state" / "lists" / "partial").mkdir(parents=True)
         # written anew every time: a file of an older run (0644) gets the mode too
         replace_file(sources, line.encode(), SOURCES_MODE)
+        last = r / "apt.conf.last"
+        replace_file(r / "apt.conf", f'Dir::Etc::main "{last}";\n'.encode())
+        include = f'#include "{HOST_CONFIG}";\n' if Path(HOST_CONFIG).is_file() else ""
+        replace_file(last, (include + "".join(f"#clear {hook};\n" for hook in HOOKS)).encode())
 
     def update(self, log: Path) -> None:
         require("apt-get", "apt")
