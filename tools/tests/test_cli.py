@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from taintport.errors import RunError
 from taintport.kernel import boot
 from taintport.tree import variants
 from taintport.tree.variants import named
@@ -169,6 +172,39 @@ def test_bench_table_shows_a_taken_build_and_computes_the_targets():
     assert "| ratio matrix wall / sum of cold builds | **1.15** | <= 1.10 |" in text
     assert "| worst boot + test of a cell (tcg) | **5.5 s** | <= 6 s |" in text
     assert "| worst layer time of a tree | **3.5 s** | <= 5 s |" in text
+
+
+def test_bench_reads_the_machines_cpu_time_from_proc_stat():
+    """proc(5)'s cpu line in USER_HZ ticks: user nice system idle iowait irq
+    softirq steal; a guest's time is already in user, steal is neither."""
+    from taintport.run import bench
+    stat = "cpu  1000 3000 500 9000 200 10 40 70 5 0\ncpu0 1 2 3 4 5 6 7 8 9 0\nintr 1\n"
+    assert bench.cpu_time(stat, 100) == bench.CpuTime(busy=45.5, idle=92.0)
+    assert bench.cpu_time("cpu 100 0 100 400\n", 100) == bench.CpuTime(busy=2.0, idle=4.0)
+    with pytest.raises(RunError, match="cpu line"):
+        bench.cpu_time("intr 1\n", 100)
+    assert bench.CpuTime(10.0, 4.0) - bench.CpuTime(3.0, 1.0) == bench.CpuTime(7.0, 3.0)
+    # the real file parses, and time only moves forward
+    before = bench.machine_cpu()
+    after = bench.machine_cpu()
+    assert after.busy >= before.busy and after.idle >= before.idle
+    result, seconds, cpu = bench.metered(sum, [1, 2])
+    assert result == 3 and seconds >= 0 and cpu.busy >= 0 and cpu.idle >= 0
+
+
+def test_bench_table_bounds_the_ratio_by_the_work_beside_the_cold_builds():
+    """2600 core-seconds on 2 cores cannot take less than 1300 s, whatever
+    the schedule: against 1100 s of cold builds the ratio is 1.18 at best."""
+    from taintport.run import bench
+    work = bench.Work(bench.CpuTime(2600.0, 80.0), bench.CpuTime(2150.0, 90.0), 2)
+    assert work.beside == 450.0
+    assert work.least_wall() == 1300.0
+    text = bench.work_table(work, 1340.0, 1100.0)
+    assert "| the matrix (busy / idle) | 2600 / 80 |" in text
+    assert "| the standalone cold builds (busy / idle) | 2150 / 90 |" in text
+    assert "| **450** |" in text
+    assert "| the matrix's least wall on 2 cores, against the sum of cold builds " \
+        "| 1300 s: **1.18** (ran 1.22) |" in text
 
 
 def test_bench_keeps_the_hand_written_part_of_benchmarks_md(tmp_path):

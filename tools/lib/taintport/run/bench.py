@@ -22,6 +22,9 @@ means cold:
      bench --upload-cost` runs this phase alone, in a cache of its own, and
      writes nothing to docs/.
 Each timed step starts after a sync, so none pays for an earlier step's writes.
+The machine's CPU time during phases 1 and 2 (/proc/stat) says how much work
+the matrix adds to its cold builds, and so the lowest ratio any schedule of
+that work could reach on these cores (work_table).
 The naive way (one cold build per variant of each kernel, then the same
 extraction, initramfs and boot work for each, one after another) is computed
 from phase 2 and the per-cell times of phase 1.
@@ -112,6 +115,57 @@ def timed(func: Callable[..., T], *args: object) -> tuple[T, float]:
     return result, time.monotonic() - start
 
 
+@dataclass(frozen=True)
+class CpuTime:
+    """What the machine's cores did, in core-seconds (all processes: the
+    bench runs alone on the machine, so that is the step's own work)."""
+    busy: float   # user, nice, system, irq, softirq (a guest's time is in user)
+    idle: float   # idle and iowait; steal, taken by the host, is neither
+
+    def __sub__(self, other: "CpuTime") -> "CpuTime":
+        return CpuTime(self.busy - other.busy, self.idle - other.idle)
+
+
+def cpu_time(stat: str, hz: int) -> CpuTime:
+    """The machine's CPU time from the text of /proc/stat (its "cpu" line,
+    in USER_HZ ticks: proc(5))."""
+    first = stat.splitlines()[0].split() if stat.strip() else []
+    if not first or first[0] != "cpu":
+        raise RunError("bench", "/proc/stat does not start with the cpu line")
+    ticks = [int(field) for field in first[1:9]] + [0] * 8
+    user, nice, system, idle, iowait, irq, softirq = ticks[:7]
+    return CpuTime((user + nice + system + irq + softirq) / hz, (idle + iowait) / hz)
+
+
+def machine_cpu() -> CpuTime:
+    return cpu_time(Path("/proc/stat").read_text(), os.sysconf("SC_CLK_TCK"))
+
+
+def metered(func: Callable[..., T], *args: object) -> tuple[T, float, CpuTime]:
+    """timed, and the CPU time the machine spent meanwhile."""
+    before = machine_cpu()
+    result, seconds = timed(func, *args)
+    return result, seconds, machine_cpu() - before
+
+
+@dataclass(frozen=True)
+class Work:
+    """Phase 1's and phase 2's CPU: what no schedule can take away."""
+    matrix: CpuTime  # the whole machine while the matrix ran
+    solo: CpuTime    # the same during the standalone cold builds, summed
+    cores: int
+
+    @property
+    def beside(self) -> float:
+        """core-seconds the matrix spent on anything but its cold builds:
+        rebuilds, boots, selftests, dracut, extractions"""
+        return self.matrix.busy - self.solo.busy
+
+    def least_wall(self) -> float:
+        """The matrix's wall time were every core busy all along."""
+        return self.matrix.busy / self.cores
+
+
 def layer_seconds(cache: Cache, version: Version) -> tuple[float, float]:
     """spatch on the reverted tree, plus quilt pushing the layer's patches."""
     tree = cache.tree(version)
@@ -139,7 +193,7 @@ def extract_seconds(cache: Cache, version: Version) -> float:
     return seconds
 
 
-def solo_cold_build(cache: Cache, version: Version) -> float:
+def solo_cold_build(cache: Cache, version: Version) -> tuple[float, CpuTime]:
     """What a cell's build stage does (the kernel, the test modules, the agent,
     the kernel's own selftests' modules and the trace-event sample), from an
     empty folder, alone on the machine."""
@@ -148,11 +202,11 @@ def solo_cold_build(cache: Cache, version: Version) -> float:
     series.switch(tree, series.load(version.name), as_shipped,
                   cache.root / "logs" / "bench-solo.log")
     solo = cache.root / "solo" / version.name
-    _, seconds = timed(stages.build_with_selftests, tree, solo / "build", version.name,
-                       solo / "artifacts" / as_shipped.name,
-                       cache.root / "logs" / f"bench-solo-{version.name}.log",
-                       build.default_jobs(), cache.root)
-    return seconds  # solo stays until the bench ends, like the extractions
+    _, seconds, cpu = metered(stages.build_with_selftests, tree, solo / "build", version.name,
+                              solo / "artifacts" / as_shipped.name,
+                              cache.root / "logs" / f"bench-solo-{version.name}.log",
+                              build.default_jobs(), cache.root)
+    return seconds, cpu  # solo stays until the bench ends, like the extractions
 
 
 # the series whose next upload phase 5 measures: its pin, and the upload of
@@ -264,7 +318,7 @@ def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) 
     say("bench phase 1: the matrix, cold")
     runner = Runner(cache, out / "cold", parallel=parallel)
     built = list(variants.table().from_tree())
-    code, wall = timed(runner.run, chosen, built)
+    code, wall, matrix_cpu = metered(runner.run, chosen, built)
     cells = runner.ordered_cells()
     render.publish(out / "cold", folder.load_matrix(out / "cold"))
     if code != 0:
@@ -272,13 +326,15 @@ def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) 
                        f"see {out / 'cold'}")
     say("bench phase 2: one standalone cold build per kernel")
     solo = {}
+    solo_cpu = CpuTime(0.0, 0.0)
     layers = {}
     extracts = {}
     for version in chosen:
         with cache.locked(version.name):
             fetch.fetch(cache, version, cache.root / "logs" / "bench-fetch.log")
             extracts[version.name] = extract_seconds(cache, version)
-            solo[version.name] = solo_cold_build(cache, version)
+            solo[version.name], cpu = solo_cold_build(cache, version)
+            solo_cpu = CpuTime(solo_cpu.busy + cpu.busy, solo_cpu.idle + cpu.idle)
             layers[version.name] = layer_seconds(cache, version)
     say("bench phase 3: rerun, nothing changed")
     _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen, built)
@@ -310,13 +366,15 @@ def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) 
     fetch.wait_retired()
     shutil.rmtree(cache.root)
     return table(chosen, cells, wall, solo, layers, extracts, warm, touched,
-                 (edited, rerun), parallel, upload)
+                 (edited, rerun), parallel, upload,
+                 Work(matrix_cpu, solo_cpu, os.cpu_count() or 1))
 
 
 def table(chosen: Sequence[Version], cells: Sequence[Cell], wall: float,
           solo: dict[str, float], layers: dict[str, tuple[float, float]],
           extracts: dict[str, float], warm: float, touched: float, edited: tuple[float, int],
-          parallel: int, upload: "UploadCost | None" = None) -> str:
+          parallel: int, upload: "UploadCost | None" = None,
+          work: "Work | None" = None) -> str:
     built = [v.name for v in variants.table().from_tree()]
     # the columns: our build of the tree as shipped, the negative control and
     # the layer on it (the layer on the tree as shipped reuses that one)
@@ -409,9 +467,30 @@ check's `regen --check` catches an edit whose patches were not regenerated).
 The fragments include `kconfigs/livepatch.config` (CONFIG_LIVEPATCH with
 FUNCTION_TRACER, DYNAMIC_FTRACE, KALLSYMS_ALL, UNWINDER_ORC) on every kernel.
 """
+    if work is not None:
+        text += "\n" + work_table(work, wall, cold_sum)
     if upload is not None:
         text += "\n" + upload_table(upload)
     return text
+
+
+def work_table(work: Work, wall: float, cold_sum: float) -> str:
+    least = work.least_wall()
+    return f"""## The work beside the cold builds
+
+The machine's CPU time (/proc/stat, all processes: the bench runs alone)
+while the matrix ran and while the standalone cold builds ran. No schedule
+takes the matrix below its CPU time shared by the cores, so the ratio above
+can be no lower than the bound here; what lies between the two is time a
+core stood idle.
+
+| measure | core-seconds |
+|---|---|
+| the matrix (busy / idle) | {work.matrix.busy:.0f} / {work.matrix.idle:.0f} |
+| the standalone cold builds (busy / idle) | {work.solo.busy:.0f} / {work.solo.idle:.0f} |
+| the work beside the cold builds (rebuilds, boots, selftests, dracut, extractions) | **{work.beside:.0f}** |
+| the matrix's least wall on {work.cores} cores, against the sum of cold builds | {least:.0f} s: **{least / cold_sum:.2f}** (ran {wall / cold_sum:.2f}) |
+"""
 
 
 BENCHMARKS = REPO / "docs" / "benchmarks.md"
