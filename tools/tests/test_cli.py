@@ -184,6 +184,7 @@ def test_bench_reads_the_machines_cpu_time_from_proc_stat():
     with pytest.raises(RunError, match="cpu line"):
         bench.cpu_time("intr 1\n", 100)
     assert bench.CpuTime(10.0, 4.0) - bench.CpuTime(3.0, 1.0) == bench.CpuTime(7.0, 3.0)
+    assert bench.CpuTime(10.0, 4.0) + bench.CpuTime(3.0, 1.0) == bench.CpuTime(13.0, 5.0)
     # the real file parses, and time only moves forward
     before = bench.machine_cpu()
     after = bench.machine_cpu()

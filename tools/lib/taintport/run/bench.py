@@ -122,6 +122,9 @@ class CpuTime:
     busy: float   # user, nice, system, irq, softirq (a guest's time is in user)
     idle: float   # idle and iowait; steal, taken by the host, is neither
 
+    def __add__(self, other: "CpuTime") -> "CpuTime":
+        return CpuTime(self.busy + other.busy, self.idle + other.idle)
+
     def __sub__(self, other: "CpuTime") -> "CpuTime":
         return CpuTime(self.busy - other.busy, self.idle - other.idle)
 
@@ -334,7 +337,7 @@ def run(main_cache: Cache, chosen: list[Version], out: Path, parallel: int = 2) 
             fetch.fetch(cache, version, cache.root / "logs" / "bench-fetch.log")
             extracts[version.name] = extract_seconds(cache, version)
             solo[version.name], cpu = solo_cold_build(cache, version)
-            solo_cpu = CpuTime(solo_cpu.busy + cpu.busy, solo_cpu.idle + cpu.idle)
+            solo_cpu += cpu
             layers[version.name] = layer_seconds(cache, version)
     say("bench phase 3: rerun, nothing changed")
     _, warm = timed(Runner(cache, out / "warm", parallel=parallel).run, chosen, built)
