@@ -7,18 +7,24 @@ import time
 from pathlib import Path
 
 
+def stat(text):
+    """(command name, the fields after it) of a /proc/<pid>/stat text: the
+    name may hold spaces and parentheses, so it ends at the last ")".
+    fields[0] is the state (proc(5)'s field 3), fields[1] the parent,
+    fields[16] the nice value, fields[19] the start time."""
+    return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
+
 def processes():
     """{(pid, start time): (parent, state, command name)} of every process now."""
     found = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for path in Path("/proc").glob("[0-9]*/stat"):
         try:
-            text = stat.read_text()
+            name, fields = stat(path.read_text())
         except OSError:
             continue
-        name = text[text.index("(") + 1:text.rindex(")")]
-        fields = text[text.rindex(")") + 2:].split()
         state, parent, start = fields[0], int(fields[1]), int(fields[19])
-        found[int(stat.parent.name), start] = (parent, state, name)
+        found[int(path.parent.name), start] = (parent, state, name)
     return found
 
 
