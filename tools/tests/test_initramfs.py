@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0
-"""The per-cell archive appended to the kernel's dracut image."""
+"""The per-cell archive appended to the dracut image every kernel shares."""
+import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from taintport.kernel import build, initramfs
 
@@ -12,7 +15,9 @@ def cell(tmp_path):
         (tmp_path / f"{name}.ko").write_bytes(b"\x7fELF unsigned " + name.encode())
         (tmp_path / f"{name}-signed.ko").write_bytes(
             b"\x7fELF signed " + name.encode() + b"~Module signature appended~\n")
-    return SimpleNamespace(modules=build.module_files(tmp_path))
+    (tmp_path / "taintport-agent").write_bytes(b"\x7fELF static agent")
+    return SimpleNamespace(modules=build.module_files(tmp_path),
+                           agent=tmp_path / "taintport-agent")
 
 
 def test_cell_archive_is_newc_that_cpio_reads(tmp_path):
@@ -21,13 +26,17 @@ def test_cell_archive_is_newc_that_cpio_reads(tmp_path):
     assert len(archive) % 4 == 0
     listed = subprocess.run(["cpio", "-it", "--quiet"], input=archive, capture_output=True,
                             check=True).stdout.decode().split()
-    assert listed == ["taintport", "taintport/tlp-signed.ko", "taintport/tlp.ko",
-                      "taintport/utt-signed.ko", "taintport/utt.ko", "taintport/token"]
+    assert listed == ["taintport", "taintport/taintport-agent", "taintport/tlp-signed.ko",
+                      "taintport/tlp.ko", "taintport/utt-signed.ko", "taintport/utt.ko",
+                      "taintport/token"]
     out = tmp_path / "root"
     out.mkdir()
     subprocess.run(["cpio", "-id", "--quiet", "--no-absolute-filenames"], input=archive,
                    cwd=out, check=True)
     assert (out / "taintport" / "token").read_text() == "0123abcd\n"
+    # the agent built for the cell's kernel: dracut's image holds none
+    agent = out / "taintport" / "taintport-agent"
+    assert agent.read_bytes() == b"\x7fELF static agent" and agent.stat().st_mode & 0o111
     for module in ("tlp.ko", "tlp-signed.ko", "utt.ko", "utt-signed.ko"):
         packed = out / "taintport" / module
         assert packed.read_bytes() == (tmp_path / module).read_bytes()
@@ -65,7 +74,6 @@ def test_a_make_interrupted_here_leaves_no_half_written_cmd_file(tmp_path):
     import os
     import time
 
-    import pytest
     log = tmp_path / "build.log"
     (tmp_path / "kernel").mkdir()
     old = tmp_path / "kernel" / ".panic.o.cmd"
@@ -81,3 +89,19 @@ def test_a_make_interrupted_here_leaves_no_half_written_cmd_file(tmp_path):
         assert old.exists(), "a .cmd from an earlier, finished make stays"
     assert not (tmp_path / ".taintport-building").exists()
     assert "1 .cmd files it wrote dropped" in log.read_text()
+
+
+@pytest.mark.skipif(not shutil.which("dracut"), reason="dracut (dracut-core) not installed")
+def test_dracut_image_holds_no_kernels_file_and_the_cell_brings_its_agent(tmp_path):
+    """The real dracut, as the matrix runs it once for every kernel: init and
+    the hook, no agent and no module; a cell's image gets its agent from the
+    archive appended after it."""
+    image = initramfs.base(tmp_path, tmp_path / "agent-base.img", tmp_path / "log")
+    listed = subprocess.run(["cpio", "-it", "--quiet"], stdin=image.open("rb"),
+                            capture_output=True, check=True).stdout.decode().split()
+    assert any(name.endswith("taintport-agent.sh") for name in listed)
+    assert not [name for name in listed if name.startswith("taintport/")]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    whole = initramfs.build(cell(tmp_path), "tok", image, tmp_path / "initramfs.img")
+    assert whole.read_bytes().startswith(image.read_bytes())
+    assert b"taintport/taintport-agent" in whole.read_bytes()[image.stat().st_size:]

@@ -8,6 +8,9 @@ import io
 import os
 import shutil
 import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -80,7 +83,7 @@ def guest(monkeypatch):
                       "memory": cmd[cmd.index("-m") + 1]})
         return 0, False, 1.5
 
-    def fake_dracut(release, cache_root, image, log):
+    def fake_dracut(cache_root, image, log):
         Path(image).write_bytes(b"dracut image\0\0\0")
         return Path(image)
 
@@ -167,6 +170,59 @@ def test_the_stage_has_its_own_time_image_and_boot(tmp_path, chain, guest):
     assert ktap_txt.read_text().startswith("KTAP version 1\n1..2\n")
     assert cell.status is Status.AS_EXPECTED
     assert len([c for c in cell.checks if c.name.startswith("selftests.livepatch.")]) == 6
+
+
+def test_one_dracut_run_serves_every_kernels_selftests(tmp_path, chain, monkeypatch):
+    """The selftests' dracut image holds no kernel's file: two kernels' boot
+    threads asking at once get one dracut run between them, each cell its
+    own payload after it; the next run (a new chain) runs dracut again."""
+    runs = []
+    started = threading.Event()
+
+    def fake_dracut(module, release, cache_root, image, log, agent=None):
+        runs.append((module, release, Path(image).parent))
+        started.set()
+        time.sleep(0.2)  # the other kernel's thread asks meanwhile
+        Path(image).write_bytes(b"dracut image\0\0\0")
+        return Path(image)
+
+    monkeypatch.setattr(initramfs, "dracut", fake_dracut)
+    kernels = [built(tmp_path / kernel, "upstream") for kernel in ("6.1", "7.2")]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(selftests.image, chain, kernels[0], "aaaa", tmp_path / "log")
+        started.wait(5)
+        second = pool.submit(selftests.image, chain, kernels[1], "bbbb", tmp_path / "log")
+        images = [first.result(), second.result()]
+    assert [(m, r) for m, r, _ in runs] == [("taintport-selftests", initramfs.ANY_KERNEL)]
+    assert images[0] != images[1]
+    for image, token in zip(images, ("aaaa", "bbbb")):
+        data = image.read_bytes()
+        assert data.startswith(b"dracut image\0\0\0") and (token + "\n").encode() in data
+        assert b"taintport/selftests/livepatch/test-state.sh" in data
+    again = Chain(chain.cache, tmp_path / "out2", chain.expectations, chain.progress,
+                  jobs=1, timeout=10, accel=chain.accel)
+    selftests.image(again, kernels[0], "cccc", tmp_path / "log")
+    assert len(runs) == 2
+
+
+def test_a_failed_dracut_leaves_the_shared_image_as_it_was(tmp_path, chain, monkeypatch):
+    """Another run may be reading the image this one remakes: dracut writes a
+    file of its own, renamed only once whole; a dracut that fails half-way
+    leaves the old image and no part of the new one."""
+    shared = chain.cache.initramfs("selftests-base.img")
+    shared.parent.mkdir(parents=True)
+    shared.write_bytes(b"the image an earlier run made")
+
+    def failing_dracut(module, release, cache_root, image, log, agent=None):
+        assert Path(image) != shared and Path(image).parent == shared.parent
+        Path(image).write_bytes(b"half")
+        raise RunError("initramfs", "dracut failed")
+
+    monkeypatch.setattr(initramfs, "dracut", failing_dracut)
+    with pytest.raises(RunError, match="dracut failed"):
+        selftests.image(chain, built(tmp_path, "upstream"), "aaaa", tmp_path / "log")
+    assert shared.read_bytes() == b"the image an earlier run made"
+    assert sorted(p.name for p in shared.parent.iterdir()) == [shared.name]
 
 
 def test_the_sample_witnesses_the_unsigned_fix(tmp_path, chain, guest):

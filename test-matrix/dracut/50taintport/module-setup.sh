@@ -3,10 +3,11 @@
 #
 # dracut module "taintport": the test payload of test-matrix/README.md and
 # the hook that starts it. The host exports TAINTPORT_PAYLOAD=<folder>
-# holding taintport-agent before it calls dracut, and the test modules
-# (*.ko) and token when it wants them in this image too; taintport itself
-# makes one image per kernel and appends each boot's modules and token as a
-# second archive.
+# before it calls dracut, holding what it wants in this image: the agent
+# (taintport-agent), the test modules (*.ko), the token. taintport itself
+# passes an empty folder, so that one image serves every kernel, and appends
+# each boot's agent (built for its kernel), modules and token as a second
+# archive.
 # shellcheck disable=SC2154 # initdir and moddir are dracut's
 
 # called by dracut
@@ -32,8 +33,8 @@ install() {
         dfatal "taintport: TAINTPORT_PAYLOAD is not set"
         exit 1
     fi
-    if [[ ! -f $TAINTPORT_PAYLOAD/taintport-agent ]]; then
-        dfatal "taintport: $TAINTPORT_PAYLOAD/taintport-agent is missing"
+    if [[ ! -d $TAINTPORT_PAYLOAD ]]; then
+        dfatal "taintport: TAINTPORT_PAYLOAD=$TAINTPORT_PAYLOAD is not a folder"
         exit 1
     fi
     for _f in "$TAINTPORT_PAYLOAD"/taintport-agent "$TAINTPORT_PAYLOAD"/*.ko \

@@ -73,6 +73,10 @@ class Cache:
     def artifacts(self, version: Pinned, variant: str) -> Path:
         return self.root / "artifacts" / version.name / version.version / variant
 
+    def initramfs(self, name: str) -> Path:
+        """A dracut image that holds no kernel's file, the same for every kernel."""
+        return self.root / "initramfs" / name
+
     @contextmanager
     def locked(self, name: str) -> "Iterator[Cache]":
         """Hold one version's tree and build dir; a second holder waits and says so."""

@@ -41,16 +41,36 @@ def private_base(folder: Path | str) -> Path:
     return base
 
 
-def base(agent: Path, release: str, cache_root: Path, image: Path, log: Path) -> Path:
-    """dracut's part, the same for every cell of a kernel: init, the hook and
-    the agent (built for release). Made once per kernel and run."""
-    return dracut("taintport", release, cache_root, image, log, agent)
+# Neither image holds a kernel's file (--no-kernel; the agent, the modules
+# and the selftests come with each cell's archive), so each is one image for
+# every kernel: --kver only reaches dracut's own build-parameter.txt in it.
+ANY_KERNEL = "any"
 
 
-def selftests_base(release: str, cache_root: Path, image: Path, log: Path) -> Path:
-    """dracut's part of the selftests' image: init, the tools the selftests
-    call and their hook (51taintport-selftests); the tree's selftests come per cell."""
-    return dracut("taintport-selftests", release, cache_root, image, log)
+def base(cache_root: Path, image: Path, log: Path) -> Path:
+    """dracut's part of the agent's image, the same for every kernel: init and
+    the hook (50taintport); the agent, built per release, comes per cell."""
+    return shared("taintport", cache_root, image, log)
+
+
+def selftests_base(cache_root: Path, image: Path, log: Path) -> Path:
+    """dracut's part of the selftests' image, the same for every kernel: init,
+    the tools the selftests call and their hook (51taintport-selftests); the
+    tree's selftests and modules come per cell."""
+    return shared("taintport-selftests", cache_root, image, log)
+
+
+def shared(module: str, cache_root: Path, image: Path, log: Path) -> Path:
+    """dracut with module into image, written under another name and renamed:
+    another run reading the image it made earlier never reads half of this one."""
+    image = Path(image)
+    partial = image.with_name(f".{image.name}.{os.getpid()}.partial")
+    try:
+        dracut(module, ANY_KERNEL, cache_root, partial, log)
+        os.replace(partial, image)
+    finally:
+        partial.unlink(missing_ok=True)
+    return image
 
 
 def dracut(module: str, release: str, cache_root: Path, image: Path, log: Path,
@@ -107,19 +127,20 @@ def newc(entries: Sequence[tuple[str, int, bytes | None]]) -> bytes:
 
 
 def cell_archive(artifacts: Artifacts, token: str) -> bytes:
-    """The cell's own files, under /taintport/ beside the agent: every module
-    file of the build, then the token."""
+    """The cell's own files, under /taintport/: the agent built for its
+    kernel, every module file of the build, then the token."""
     # modules are not executable: nothing may strip their signature
     modules = [(f"taintport/{Path(m).name}", 0o644, Path(m).read_bytes())
                for m in artifacts.modules]
-    return newc([("taintport", 0o755, None), *modules,
-                 ("taintport/token", 0o644, (token + "\n").encode())])
+    return newc([("taintport", 0o755, None),
+                 ("taintport/taintport-agent", 0o755, Path(artifacts.agent).read_bytes()),
+                 *modules, ("taintport/token", 0o644, (token + "\n").encode())])
 
 
 def build(artifacts: Artifacts, token: str, base_image: Path, image: Path) -> Path:
-    """The kernel's dracut image followed by this cell's archive: the kernel
-    unpacks one after the other into the same root, so dracut runs once per
-    kernel, not once per cell (1.5-3.5 s each under load)."""
+    """The dracut image followed by this cell's archive: the kernel unpacks
+    one after the other into the same root, so dracut runs once per run, not
+    once per cell or kernel (1.5-3.5 s each under load)."""
     return appended(base_image, cell_archive(artifacts, token), image)
 
 

@@ -4,7 +4,7 @@
 The agent's boot stays the measured "boot + test" (docs/benchmarks.md): the
 kernel's own livepatch selftests and the trace-event sample run in a second
 boot of the same kernel, from an image of their own (dracut's part with
-51taintport-selftests once per kernel and chain, then the cell's payload and token
+51taintport-selftests once per chain for every kernel, then the cell's payload and token
 appended), with their own time (timings.selftests) and progress line. Its
 console and KTAP are the cell's selftests-console.log and selftests-ktap.txt
 (kunit.py parse reads the latter as it reads ktap.txt).
@@ -41,10 +41,8 @@ AGENT_ERROR_SKIP = "not run: the agent's boot ended in an error (see the cell's 
 
 def image(chain: Chain, built: Built, token: str, log: Path) -> Path:
     artifacts = built.artifacts
-    base = artifacts.directory.parent / "initramfs-selftests-base.img"
-    if base not in chain.initramfs_bases:
-        initramfs.selftests_base(artifacts.release, chain.cache.root, base, log)
-        chain.initramfs_bases.add(base)  # one boot thread per version, as the agent's
+    # one dracut run per chain for every kernel (2-3 s of a core each)
+    base = chain.dracut_image(initramfs.selftests_base, "selftests-base.img", log)
     archive = initramfs.newc([
         ("taintport", 0o755, None),
         *selftests.archive_entries(selftests.payload(artifacts.directory)),

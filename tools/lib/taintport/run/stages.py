@@ -83,6 +83,7 @@ class Chain:
         self.accel = accel    # None: the first boot's probe decides
         self.accel_lock = threading.Lock()
         self.initramfs_bases: set[Path] = set()  # dracut images made by this chain
+        self.initramfs_lock = threading.Lock()  # every kernel's boot thread asks
         # One cold build at a time: make -j already spreads one build over
         # every core, and two at once (5.10 and 6.1, -j3 each, 2 cores) took
         # 278 s where one after the other took 264 s. What runs beside a cold
@@ -173,17 +174,22 @@ class Chain:
         return self.accel
 
     def initramfs(self, artifacts: Artifacts, token: str, log: Path) -> Path:
-        """dracut once per kernel and chain, then the cell's files appended."""
-        # Named by the agent it holds, in the kernel's folder (one release):
-        # a variant whose agent differs gets an image of its own instead of
-        # overwriting the one the other variants reuse.
-        base = artifacts.directory.parent / \
-            f"initramfs-base-{sha256_of(artifacts.agent)[:16]}.img"
-        if base not in self.initramfs_bases:
-            initramfs.base(artifacts.agent, artifacts.release, self.cache.root, base, log)
-            # one boot thread per version: no other thread makes this image
-            self.initramfs_bases.add(base)
+        """dracut once per chain for every kernel, then the cell's files appended."""
+        base = self.dracut_image(initramfs.base, "agent-base.img", log)
         return initramfs.build(artifacts, token, base, artifacts.directory / "initramfs.img")
+
+    def dracut_image(self, make: Callable[[Path, Path, Path], Path], name: str,
+                     log: Path) -> Path:
+        """The cache's dracut image name, made by make for this chain's first
+        asker (another run may have met another dracut on the host); the
+        kernels' boot threads that ask meanwhile wait for it."""
+        image = self.cache.initramfs(name)
+        with self.initramfs_lock:
+            if image not in self.initramfs_bases:
+                image.parent.mkdir(parents=True, exist_ok=True)
+                make(self.cache.root, image, log)
+                self.initramfs_bases.add(image)
+        return image
 
     def boot(self, cell: Cell, built: Built) -> None:
         """Initramfs, boot and verdict; the cell holds the result."""
