@@ -179,8 +179,8 @@ def test_one_dracut_run_serves_every_kernels_selftests(tmp_path, chain, monkeypa
     runs = []
     started = threading.Event()
 
-    def fake_dracut(module, release, cache_root, image, log, agent=None):
-        runs.append((module, release, Path(image).parent))
+    def fake_dracut(module, cache_root, image, log):
+        runs.append((module, Path(image).parent))
         started.set()
         time.sleep(0.2)  # the other kernel's thread asks meanwhile
         Path(image).write_bytes(b"dracut image\0\0\0")
@@ -193,7 +193,7 @@ def test_one_dracut_run_serves_every_kernels_selftests(tmp_path, chain, monkeypa
         started.wait(5)
         second = pool.submit(selftests.image, chain, kernels[1], "bbbb", tmp_path / "log")
         images = [first.result(), second.result()]
-    assert [(m, r) for m, r, _ in runs] == [("taintport-selftests", initramfs.ANY_KERNEL)]
+    assert [module for module, _ in runs] == ["taintport-selftests"]
     assert images[0] != images[1]
     for image, token in zip(images, ("aaaa", "bbbb")):
         data = image.read_bytes()
@@ -213,7 +213,7 @@ def test_a_failed_dracut_leaves_the_shared_image_as_it_was(tmp_path, chain, monk
     shared.parent.mkdir(parents=True)
     shared.write_bytes(b"the image an earlier run made")
 
-    def failing_dracut(module, release, cache_root, image, log, agent=None):
+    def failing_dracut(module, cache_root, image, log):
         assert Path(image) != shared and Path(image).parent == shared.parent
         Path(image).write_bytes(b"half")
         raise RunError("initramfs", "dracut failed")

@@ -8,7 +8,6 @@ so the host's /usr/lib/dracut is only ever read, and we ignore the host's
 dracut.conf so a local setting cannot change the guest.
 """
 import os
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,29 +65,26 @@ def shared(module: str, cache_root: Path, image: Path, log: Path) -> Path:
     image = Path(image)
     partial = image.with_name(f".{image.name}.{os.getpid()}.partial")
     try:
-        dracut(module, ANY_KERNEL, cache_root, partial, log)
+        dracut(module, cache_root, partial, log)
         os.replace(partial, image)
     finally:
         partial.unlink(missing_ok=True)
     return image
 
 
-def dracut(module: str, release: str, cache_root: Path, image: Path, log: Path,
-           agent: Path | None = None) -> Path:
+def dracut(module: str, cache_root: Path, image: Path, log: Path) -> Path:
     require("dracut", "dracut-core")
     image = Path(image)
     image.unlink(missing_ok=True)  # so a failed dracut cannot leave an old image behind
     with tempfile.TemporaryDirectory(dir=cache_root, prefix=".dracut-tmp-") as tmp:
-        folder = Path(tmp) / "payload"
+        folder = Path(tmp) / "payload"  # empty: each cell appends its own files
         folder.mkdir()
-        if agent is not None:
-            shutil.copy2(agent, folder / "taintport-agent")
         base_dir = private_base(tmp)
         (Path(tmp) / "no-conf.d").mkdir()
         run(["dracut", "--quiet", "--force", "--no-kernel", "--no-hostonly",
              "--no-hostonly-cmdline", "--no-compress", "--no-early-microcode",
              "--conf", "/dev/null", "--confdir", Path(tmp) / "no-conf.d",
-             "--tmpdir", tmp, "--kver", release,
+             "--tmpdir", tmp, "--kver", ANY_KERNEL,
              "-m", f"base {module}", image],
             stage="initramfs", log=log,
             env={"dracutbasedir": str(base_dir), "TAINTPORT_PAYLOAD": str(folder)})

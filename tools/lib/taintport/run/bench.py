@@ -444,8 +444,9 @@ the agent, and the kernel's own livepatch selftests' modules and trace-event
 sample. "cold build, in the matrix" shares the cores with the other
 kernel's rebuilds, dracut and boots; "alone" is the yardstick below. "initramfs" is
 dracut for the run's first cell, one image for every kernel (it holds none of a
-kernel's files); every other cell appends its own files to that image. A cell boots while the next variant of its kernel builds, and the builds
-go on (niced) while a guest boots. "selftests" is the cell's
+kernel's files); every other cell appends its own files to that image. A cell
+boots while the next variant of its kernel builds, and the builds go on
+(niced) while a guest boots. "selftests" is the cell's
 second boot, the kernel's own livepatch selftests and the trace-event sample:
 its minutes under TCG run beside the other kernel's build. "fetch, in the
 matrix" is what the kernel's worker waited for: the first two extract
