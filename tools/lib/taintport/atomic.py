@@ -17,6 +17,8 @@ import os
 import re
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 TEMP_MARK = ".taintport-"
@@ -72,6 +74,29 @@ def replace_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
     try:
         fd = _locked_new(temp, data, mode)
         try:
+            os.rename(temp, path)
+        finally:
+            os.close(fd)
+    finally:
+        temp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+@contextmanager
+def replacing(path: Path | str, mode: int = 0o644) -> Iterator[Path]:
+    """replace_file() for a file another program writes: path replaced
+    atomically by what is written in place into the temporary file yielded
+    (empty, created and flocked here, so a sweep leaves it alone: `cp` onto it
+    keeps its inode), fsynced and renamed over path when the block ends
+    without an error, removed when it does not."""
+    path = Path(path)
+    sweep(path)
+    temp = temp_beside(path)
+    fd = _locked_new(temp, b"", mode)
+    try:
+        try:
+            yield temp
+            os.fsync(fd)
             os.rename(temp, path)
         finally:
             os.close(fd)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from taintport import REPO
+from taintport.atomic import replacing
 from taintport.errors import RunError
 from taintport.kernel.build import Artifacts
 from taintport.process import require, run
@@ -60,22 +61,19 @@ def selftests_base(cache_root: Path, image: Path, log: Path) -> Path:
 
 
 def shared(module: str, cache_root: Path, image: Path, log: Path) -> Path:
-    """dracut with module into image, written under another name and renamed:
-    another run reading the image it made earlier never reads half of this one."""
-    image = Path(image)
-    partial = image.with_name(f".{image.name}.{os.getpid()}.partial")
-    try:
-        dracut(module, cache_root, partial, log)
-        os.replace(partial, image)
-    finally:
-        partial.unlink(missing_ok=True)
-    return image
+    """dracut with module into image, written whole beside it and renamed
+    (atomic.replacing): another run reading the image it made earlier never
+    reads half of this one, and one killed here leaves what the next sweeps."""
+    with replacing(image, 0o600) as temp:
+        dracut(module, cache_root, temp, log)
+    return Path(image)
 
 
 def dracut(module: str, cache_root: Path, image: Path, log: Path) -> Path:
+    """dracut's image written into image, an empty file made for it (dracut
+    copies its image onto it)."""
     require("dracut", "dracut-core")
     image = Path(image)
-    image.unlink(missing_ok=True)  # so a failed dracut cannot leave an old image behind
     with tempfile.TemporaryDirectory(dir=cache_root, prefix=".dracut-tmp-") as tmp:
         folder = Path(tmp) / "payload"  # empty: each cell appends its own files
         folder.mkdir()
@@ -88,7 +86,8 @@ def dracut(module: str, cache_root: Path, image: Path, log: Path) -> Path:
              "-m", f"base {module}", image],
             stage="initramfs", log=log,
             env={"dracutbasedir": str(base_dir), "TAINTPORT_PAYLOAD": str(folder)})
-    if not image.exists():
+    # so a dracut that wrote nothing cannot pass for an image
+    if not image.is_file() or image.stat().st_size == 0:
         raise RunError("initramfs", f"dracut did not write {image}")
     return image
 
