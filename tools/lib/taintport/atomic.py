@@ -68,32 +68,22 @@ def replace_file(path: Path | str, data: bytes, mode: int = 0o644) -> None:
     """path replaced atomically by data, with mode: written beside, fsynced,
     renamed over, its folder fsynced; what a killed run left beside path is
     removed first."""
-    path = Path(path)
-    sweep(path)
-    temp = temp_beside(path)
-    try:
-        fd = _locked_new(temp, data, mode)
-        try:
-            os.rename(temp, path)
-        finally:
-            os.close(fd)
-    finally:
-        temp.unlink(missing_ok=True)
-    fsync_dir(path.parent)
+    with replacing(path, mode, data):
+        pass
 
 
 @contextmanager
-def replacing(path: Path | str, mode: int = 0o644) -> Iterator[Path]:
+def replacing(path: Path | str, mode: int = 0o644, data: bytes = b"") -> Iterator[Path]:
     """replace_file() for a file another program writes: path replaced
-    atomically by what is written in place into the temporary file yielded
-    (empty, created and flocked here, so a sweep leaves it alone: `cp` onto it
-    keeps its inode), fsynced and renamed over path when the block ends
-    without an error, removed when it does not."""
+    atomically by the temporary file yielded (holding data, created and
+    flocked here, so a sweep leaves it alone; what is written into it in
+    place, as `cp` onto it does, keeps its inode), fsynced and renamed over
+    path when the block ends without an error, removed when it does not."""
     path = Path(path)
     sweep(path)
     temp = temp_beside(path)
-    fd = _locked_new(temp, b"", mode)
     try:
+        fd = _locked_new(temp, data, mode)  # a full disk here leaves no temp
         try:
             yield temp
             os.fsync(fd)
